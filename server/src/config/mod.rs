@@ -1,0 +1,1 @@
+//! Configuration: `[tool.culint]` in pyproject.toml or culint.toml, resolved per file.

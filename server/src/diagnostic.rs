@@ -1,0 +1,66 @@
+//! What a rule reports.
+
+use serde::{Deserialize, Serialize};
+
+use crate::fix::Fix;
+use crate::text::TextRange;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Hint,
+    Info,
+    Warning,
+    Error,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Hint => "hint",
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+
+    pub fn parse(value: &str) -> Option<Self> {
+        match value {
+            "hint" => Some(Severity::Hint),
+            "info" | "information" => Some(Severity::Info),
+            "warning" | "warn" => Some(Severity::Warning),
+            "error" => Some(Severity::Error),
+            _ => None,
+        }
+    }
+}
+
+/// A secondary location that explains a finding, such as the process-group call for CUL101.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Related {
+    pub range: TextRange,
+    pub message: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Diagnostic {
+    /// Rule code, such as `CUL101`.
+    pub code: String,
+    /// Rule name, such as `missing-set-device`.
+    pub name: String,
+    pub range: TextRange,
+    pub message: String,
+    pub severity: Severity,
+    pub fix: Option<Fix>,
+    /// Id of the linked entry in `knowledge/`, such as `cuda/oom-genuine`.
+    pub knowledge: Option<String>,
+    pub related: Vec<Related>,
+    /// The rule reports use of an API that is deprecated (LSP `DiagnosticTag::Deprecated`).
+    pub deprecated: bool,
+}
+
+impl Diagnostic {
+    pub fn fix_title(&self) -> Option<&str> {
+        self.fix.as_ref().map(|fix| fix.title.as_str())
+    }
+}

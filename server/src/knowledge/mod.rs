@@ -1,0 +1,1 @@
+//! knowledge (in progress)

@@ -1,0 +1,20 @@
+//! culint: finds the PyTorch code that runs GPUs out of memory or fails in cuBLAS, explains the
+//! CUDA errors people already hit, and checks the GPU they will run on.
+
+pub mod cli;
+pub mod config;
+pub mod diagnostic;
+pub mod document;
+pub mod explain;
+pub mod fix;
+pub mod hardware;
+pub mod knowledge;
+pub mod lint;
+pub mod lsp;
+pub mod parse;
+pub mod probe;
+pub mod project;
+pub mod rules;
+pub mod semantic;
+pub mod suppression;
+pub mod text;

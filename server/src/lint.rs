@@ -1,0 +1,308 @@
+//! The one lint engine that the CLI and the language server both call.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::LazyLock;
+
+use streaming_iterator::StreamingIterator;
+use tree_sitter::{Node, Query, QueryCursor, Tree};
+
+use crate::diagnostic::{Diagnostic, Related, Severity};
+use crate::fix::{Applicability, Fix, apply_fixes};
+use crate::hardware::HardwareFacts;
+use crate::parse::{error_count, parse, python};
+use crate::project::ProjectIndex;
+use crate::rules::{Candidate, RULES, Rule};
+use crate::semantic::Model;
+use crate::suppression::{Suppressions, selector_matches};
+use crate::text::{LineIndex, TextRange};
+
+/// A set of rules, as indices into [`RULES`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RuleSet {
+    enabled: Vec<bool>,
+}
+
+impl RuleSet {
+    pub fn all() -> Self {
+        Self { enabled: vec![true; RULES.len()] }
+    }
+
+    pub fn none() -> Self {
+        Self { enabled: vec![false; RULES.len()] }
+    }
+
+    /// Rules named by any of `selectors` (codes, prefixes, names or `ALL`).
+    pub fn from_selectors<S: AsRef<str>>(selectors: &[S]) -> Self {
+        let mut set = Self::none();
+        set.extend(selectors);
+        set
+    }
+
+    pub fn extend<S: AsRef<str>>(&mut self, selectors: &[S]) {
+        for (i, rule) in RULES.iter().enumerate() {
+            if selectors.iter().any(|s| selector_matches(s.as_ref(), rule.code, rule.name)) {
+                self.enabled[i] = true;
+            }
+        }
+    }
+
+    pub fn remove<S: AsRef<str>>(&mut self, selectors: &[S]) {
+        for (i, rule) in RULES.iter().enumerate() {
+            if selectors.iter().any(|s| selector_matches(s.as_ref(), rule.code, rule.name)) {
+                self.enabled[i] = false;
+            }
+        }
+    }
+
+    pub fn contains(&self, rule: &Rule) -> bool {
+        self.enabled[crate::rules::index_of(rule)]
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &'static Rule> + '_ {
+        RULES.iter().zip(&self.enabled).filter(|(_, on)| **on).map(|(rule, _)| *rule)
+    }
+}
+
+/// Everything a lint run needs besides the text: which rules, how severe, and what is known
+/// about the project and the hardware.
+#[derive(Clone, Debug)]
+pub struct LintSettings {
+    pub rules: RuleSet,
+    /// Severity overrides keyed by rule code.
+    pub severities: HashMap<String, Severity>,
+    pub show_syntax_errors: bool,
+    pub hardware: Option<HardwareFacts>,
+}
+
+impl Default for LintSettings {
+    fn default() -> Self {
+        Self { rules: RuleSet::all(), severities: HashMap::new(), show_syntax_errors: false, hardware: None }
+    }
+}
+
+/// Where the text came from: its path, and the project it belongs to for cross-file summaries.
+#[derive(Clone, Copy, Default)]
+pub struct LintContext<'a> {
+    pub path: Option<&'a Path>,
+    pub project: Option<&'a ProjectIndex>,
+}
+
+static QUERIES: LazyLock<Vec<Query>> = LazyLock::new(|| {
+    RULES
+        .iter()
+        .map(|rule| {
+            Query::new(&python(), rule.query)
+                .unwrap_or_else(|e| panic!("query of {} {} does not compile: {e}", rule.code, rule.name))
+        })
+        .collect()
+});
+
+/// The compiled query of a rule.
+pub fn query_of(rule: &Rule) -> &'static Query {
+    &QUERIES[crate::rules::index_of(rule)]
+}
+
+/// Whether any enabled rule could fire on this text, judged by a byte scan for trigger tokens.
+/// Files that fail this test are never parsed.
+pub fn may_have_findings(text: &str, settings: &LintSettings) -> bool {
+    settings.show_syntax_errors || settings.rules.iter().any(|rule| has_trigger(text, rule))
+}
+
+fn has_trigger(text: &str, rule: &Rule) -> bool {
+    rule.triggers.iter().any(|t| memchr::memmem::find(text.as_bytes(), t.as_bytes()).is_some())
+}
+
+/// What a rule's check function works with.
+pub struct Checker<'m, 'a> {
+    pub model: &'m Model<'a>,
+    pub hardware: Option<&'m HardwareFacts>,
+    rule: &'static Rule,
+    diagnostics: Vec<Diagnostic>,
+}
+
+impl<'m, 'a> Checker<'m, 'a> {
+    pub fn text(&self) -> &'a str {
+        self.model.text
+    }
+
+    pub fn rule(&self) -> &'static Rule {
+        self.rule
+    }
+
+    /// Report a finding of the current rule on `range`; returns it so a fix or related
+    /// information can be attached.
+    pub fn report(&mut self, range: TextRange, message: impl Into<String>) -> &mut Diagnostic {
+        self.diagnostics.push(Diagnostic {
+            code: self.rule.code.to_owned(),
+            name: self.rule.name.to_owned(),
+            range,
+            message: message.into(),
+            severity: self.rule.severity,
+            fix: None,
+            knowledge: self.rule.knowledge.map(str::to_owned),
+            related: Vec::new(),
+            deprecated: self.rule.deprecated,
+        });
+        self.diagnostics.last_mut().expect("just pushed")
+    }
+
+    pub fn report_node(&mut self, node: Node<'_>, message: impl Into<String>) -> &mut Diagnostic {
+        self.report(TextRange::of(node), message)
+    }
+}
+
+impl Diagnostic {
+    pub fn with_fix(&mut self, fix: Fix) -> &mut Self {
+        self.fix = Some(fix);
+        self
+    }
+
+    pub fn with_related(&mut self, range: TextRange, message: impl Into<String>) -> &mut Self {
+        self.related.push(Related { range, message: message.into() });
+        self
+    }
+}
+
+/// Lint a parsed text. Diagnostics come back sorted by position, with suppressions applied.
+pub fn lint(text: &str, tree: &Tree, context: LintContext<'_>, settings: &LintSettings) -> Vec<Diagnostic> {
+    let active: Vec<&'static Rule> = settings
+        .rules
+        .iter()
+        .filter(|rule| !rule.needs_hardware || settings.hardware.is_some())
+        .filter(|rule| has_trigger(text, rule))
+        .collect();
+    let mut diagnostics = Vec::new();
+    if settings.show_syntax_errors {
+        diagnostics.extend(syntax_errors(tree));
+    }
+    if !active.is_empty() {
+        let model = Model::new(text, tree, context);
+        let root = tree.root_node();
+        for rule in active {
+            let mut checker = Checker { model: &model, hardware: settings.hardware.as_ref(), rule, diagnostics: Vec::new() };
+            let query = query_of(rule);
+            let names = query.capture_names();
+            let violation = query.capture_index_for_name("violation");
+            let mut cursor = QueryCursor::new();
+            let mut matches = cursor.matches(query, root, text.as_bytes());
+            while let Some(m) = matches.next() {
+                let captures: Vec<(&str, Node)> =
+                    m.captures().iter().map(|c| (names[c.index as usize], c.node)).collect();
+                let Some(node) = m.captures().iter().find(|c| Some(c.index) == violation).map(|c| c.node) else {
+                    continue;
+                };
+                if inside_error(node) {
+                    continue;
+                }
+                (rule.check)(&mut checker, &Candidate { node, captures });
+            }
+            if let Some(severity) = settings.severities.get(rule.code) {
+                checker.diagnostics.iter_mut().for_each(|d| d.severity = *severity);
+            }
+            diagnostics.append(&mut checker.diagnostics);
+        }
+    }
+    if !diagnostics.is_empty() {
+        let lines = LineIndex::new(text);
+        let suppressions = Suppressions::new(text, tree, &lines);
+        diagnostics.retain(|d| !suppressions.is_suppressed(d, &lines));
+    }
+    diagnostics.sort_by(|a, b| (a.range.start, &a.code, a.range.end).cmp(&(b.range.start, &b.code, b.range.end)));
+    diagnostics.dedup_by(|a, b| a.code == b.code && a.range == b.range);
+    diagnostics
+}
+
+/// Lint raw text: skip cheaply when no rule can fire, parse otherwise.
+pub fn lint_text(text: &str, context: LintContext<'_>, settings: &LintSettings) -> Vec<Diagnostic> {
+    if !may_have_findings(text, settings) {
+        return Vec::new();
+    }
+    lint(text, &parse(text, None), context, settings)
+}
+
+fn inside_error(node: Node<'_>) -> bool {
+    let mut current = Some(node);
+    while let Some(n) = current {
+        if n.is_error() {
+            return true;
+        }
+        current = n.parent();
+    }
+    false
+}
+
+/// Pseudo-diagnostics for the regions tree-sitter could not parse (`--show-syntax-errors`).
+pub fn syntax_errors(tree: &Tree) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    let mut cursor = tree.walk();
+    let mut stack = vec![tree.root_node()];
+    while let Some(node) = stack.pop() {
+        if node.is_error() || node.is_missing() {
+            let message = if node.is_missing() {
+                format!("SyntaxError: expected `{}`", node.kind())
+            } else {
+                "SyntaxError: invalid syntax".to_owned()
+            };
+            out.push(Diagnostic {
+                code: "syntax-error".to_owned(),
+                name: "syntax-error".to_owned(),
+                range: TextRange::of(node),
+                message,
+                severity: Severity::Error,
+                fix: None,
+                knowledge: None,
+                related: Vec::new(),
+                deprecated: false,
+            });
+            continue;
+        }
+        if node.has_error() {
+            stack.extend(node.children(&mut cursor).collect::<Vec<_>>().into_iter().rev());
+        }
+    }
+    out
+}
+
+/// The outcome of fixing a text until no more fixes apply.
+#[derive(Debug)]
+pub struct FixOutcome {
+    pub text: String,
+    /// Fixes applied across all passes.
+    pub fixed: usize,
+    /// What is still reported on the final text.
+    pub remaining: Vec<Diagnostic>,
+    /// A pass would have raised the number of syntax errors; the text stops before it.
+    pub refused_unparsable: bool,
+}
+
+/// The most passes a fix run makes: fixes that keep creating new findings are a bug, and this
+/// bounds the damage.
+const MAX_FIX_PASSES: usize = 10;
+
+/// Apply fixes at or above `threshold`, re-linting after each pass, until nothing changes. A pass
+/// whose output parses worse than its input is discarded.
+pub fn fix_text(text: &str, context: LintContext<'_>, settings: &LintSettings, threshold: Applicability) -> FixOutcome {
+    let mut current = text.to_owned();
+    let mut tree = parse(&current, None);
+    let mut fixed = 0;
+    let mut refused_unparsable = false;
+    let baseline_errors = error_count(&tree);
+    for _ in 0..MAX_FIX_PASSES {
+        let diagnostics = lint(&current, &tree, context, settings);
+        let applied = apply_fixes(&current, diagnostics.iter().filter_map(|d| d.fix.as_ref()), threshold);
+        if applied.fixes == 0 || applied.text == current {
+            return FixOutcome { text: current, fixed, remaining: diagnostics, refused_unparsable };
+        }
+        let new_tree = parse(&applied.text, None);
+        if error_count(&new_tree) > baseline_errors {
+            refused_unparsable = true;
+            return FixOutcome { text: current, fixed, remaining: diagnostics, refused_unparsable };
+        }
+        fixed += applied.fixes;
+        current = applied.text;
+        tree = new_tree;
+    }
+    let remaining = lint(&current, &tree, context, settings);
+    FixOutcome { text: current, fixed, remaining, refused_unparsable }
+}

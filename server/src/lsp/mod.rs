@@ -1,0 +1,1 @@
+//! lsp (in progress)

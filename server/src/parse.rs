@@ -1,0 +1,46 @@
+//! The one place that knows how to get a Python syntax tree.
+
+use std::cell::RefCell;
+
+use tree_sitter::{Language, Parser, Tree};
+
+pub fn python() -> Language {
+    tree_sitter_python::LANGUAGE.into()
+}
+
+thread_local! {
+    static PARSER: RefCell<Parser> = RefCell::new({
+        let mut parser = Parser::new();
+        parser.set_language(&python()).expect("tree-sitter-python matches the tree-sitter ABI");
+        parser
+    });
+}
+
+/// Parse `text`, reusing `old` when it has been edited to match. Parsing Python never fails
+/// without a timeout or cancellation flag, neither of which is set here.
+pub fn parse(text: &str, old: Option<&Tree>) -> Tree {
+    PARSER.with(|parser| parser.borrow_mut().parse(text, old)).expect("parse without timeout or cancellation")
+}
+
+/// How many ERROR or MISSING nodes a tree holds: fixes must never raise this number.
+pub fn error_count(tree: &Tree) -> usize {
+    let mut cursor = tree.walk();
+    let mut count = 0;
+    loop {
+        let node = cursor.node();
+        if node.is_error() || node.is_missing() {
+            count += 1;
+        }
+        if node.has_error() && cursor.goto_first_child() {
+            continue;
+        }
+        loop {
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() {
+                return count;
+            }
+        }
+    }
+}

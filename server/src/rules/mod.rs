@@ -1,0 +1,77 @@
+//! The rule registry: one row per rule, one file per rule, one query per rule.
+
+use tree_sitter::Node;
+
+use crate::diagnostic::Severity;
+use crate::lint::Checker;
+
+/// Whether a rule can offer a fix, as shown by `culint rule --all` and the README table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FixAvailability {
+    None,
+    /// Some findings have a fix (safe or unsafe), others do not.
+    Sometimes,
+    Always,
+    /// A template is shown but never applied.
+    DisplayOnly,
+}
+
+impl FixAvailability {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FixAvailability::None => "none",
+            FixAvailability::Sometimes => "sometimes",
+            FixAvailability::Always => "always",
+            FixAvailability::DisplayOnly => "display-only",
+        }
+    }
+}
+
+/// A node a rule's query matched: the `@violation` capture plus its helper captures.
+pub struct Candidate<'t> {
+    pub node: Node<'t>,
+    pub captures: Vec<(&'t str, Node<'t>)>,
+}
+
+impl<'t> Candidate<'t> {
+    /// The node bound to `@name` in this match, if any.
+    pub fn capture(&self, name: &str) -> Option<Node<'t>> {
+        self.captures.iter().find(|(n, _)| *n == name).map(|(_, node)| *node)
+    }
+}
+
+pub struct Rule {
+    pub code: &'static str,
+    pub name: &'static str,
+    pub severity: Severity,
+    pub fix: FixAvailability,
+    /// Source of `queries/python/<name>.scm`.
+    pub query: &'static str,
+    /// Byte strings of which at least one must occur in a file for the rule to possibly fire.
+    /// The CLI skips parsing files that contain no rule's trigger.
+    pub triggers: &'static [&'static str],
+    pub check: fn(&mut Checker<'_, '_>, &Candidate<'_>),
+    /// Markdown with the headings of STYLE.md: the single source of `culint rule`, hover and
+    /// `docs/rules/`.
+    pub doc: &'static str,
+    pub knowledge: Option<&'static str>,
+    /// Findings concern a deprecated API (LSP tag `Deprecated`).
+    pub deprecated: bool,
+    /// The rule needs hardware facts and stays quiet without them.
+    pub needs_hardware: bool,
+}
+
+/// Every rule, in code order.
+pub static RULES: &[&Rule] = &[];
+
+pub fn by_code(code: &str) -> Option<&'static Rule> {
+    RULES.iter().copied().find(|rule| rule.code.eq_ignore_ascii_case(code))
+}
+
+pub fn index_of(rule: &Rule) -> usize {
+    RULES.iter().position(|r| std::ptr::eq(*r, rule)).expect("rule is registered")
+}
+
+/// The headings every rule doc must have, in order.
+pub const DOC_HEADINGS: &[&str] =
+    &["## What it does", "## Why is this bad?", "## Example", "## Use instead", "## Fix safety", "## References"];

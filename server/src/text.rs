@@ -1,0 +1,147 @@
+//! Byte ranges in source text and the line/column arithmetic every output needs.
+
+use serde::{Deserialize, Serialize};
+
+/// A half-open byte range `[start, end)` into a source text.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct TextRange {
+    pub start: usize,
+    pub end: usize,
+}
+
+impl TextRange {
+    pub fn new(start: usize, end: usize) -> Self {
+        debug_assert!(start <= end, "range start {start} after end {end}");
+        Self { start, end }
+    }
+
+    pub fn empty(at: usize) -> Self {
+        Self { start: at, end: at }
+    }
+
+    pub fn of(node: tree_sitter::Node<'_>) -> Self {
+        Self::new(node.start_byte(), node.end_byte())
+    }
+
+    pub fn len(&self) -> usize {
+        self.end - self.start
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.start == self.end
+    }
+
+    pub fn contains_range(&self, other: TextRange) -> bool {
+        self.start <= other.start && other.end <= self.end
+    }
+
+    pub fn intersects(&self, other: TextRange) -> bool {
+        self.start < other.end && other.start < self.end
+    }
+}
+
+/// A one-based row and a one-based column counted in Unicode scalar values, the convention of
+/// Ruff's JSON output and of most terminal tools.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct SourceLocation {
+    pub row: usize,
+    pub column: usize,
+}
+
+/// Start offsets of every line, so offset → line lookups are a binary search.
+#[derive(Clone, Debug)]
+pub struct LineIndex {
+    line_starts: Vec<usize>,
+}
+
+impl LineIndex {
+    pub fn new(text: &str) -> Self {
+        let mut line_starts = Vec::with_capacity(text.len() / 32 + 1);
+        line_starts.push(0);
+        line_starts.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1));
+        Self { line_starts }
+    }
+
+    pub fn line_count(&self) -> usize {
+        self.line_starts.len()
+    }
+
+    /// Zero-based line of a byte offset.
+    pub fn line_of(&self, offset: usize) -> usize {
+        match self.line_starts.binary_search(&offset) {
+            Ok(line) => line,
+            Err(next) => next - 1,
+        }
+    }
+
+    pub fn line_start(&self, line: usize) -> usize {
+        self.line_starts[line.min(self.line_starts.len() - 1)]
+    }
+
+    /// Byte range of a zero-based line, without its line terminator.
+    pub fn line_range(&self, text: &str, line: usize) -> TextRange {
+        let start = self.line_start(line);
+        let mut end = self.line_starts.get(line + 1).copied().unwrap_or(text.len());
+        let bytes = text.as_bytes();
+        if end > start && bytes[end - 1] == b'\n' {
+            end -= 1;
+        }
+        if end > start && bytes[end - 1] == b'\r' {
+            end -= 1;
+        }
+        TextRange::new(start, end)
+    }
+
+    pub fn location(&self, text: &str, offset: usize) -> SourceLocation {
+        let offset = floor_char_boundary(text, offset.min(text.len()));
+        let line = self.line_of(offset);
+        let start = self.line_starts[line];
+        SourceLocation { row: line + 1, column: text[start..offset].chars().count() + 1 }
+    }
+}
+
+/// The largest char boundary at or below `offset`.
+pub fn floor_char_boundary(text: &str, mut offset: usize) -> usize {
+    while offset > 0 && !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    offset
+}
+
+/// The leading whitespace of the line that holds `offset`.
+pub fn indentation_at(text: &str, offset: usize) -> &str {
+    let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
+    let rest = &text[line_start..];
+    let width = rest.len() - rest.trim_start_matches([' ', '\t']).len();
+    &rest[..width]
+}
+
+/// The line terminator the file already uses, so inserted lines match it.
+pub fn line_ending(text: &str) -> &'static str {
+    match memchr::memchr(b'\n', text.as_bytes()) {
+        Some(i) if i > 0 && text.as_bytes()[i - 1] == b'\r' => "\r\n",
+        _ => "\n",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locations_count_characters_not_bytes() {
+        let text = "a = 1\n# 注释 x\r\nb";
+        let index = LineIndex::new(text);
+        let x = text.find('x').unwrap();
+        assert_eq!(index.location(text, x), SourceLocation { row: 2, column: 6 });
+        assert_eq!(index.location(text, text.len() - 1), SourceLocation { row: 3, column: 1 });
+        assert_eq!(index.line_range(text, 1), TextRange::new(6, 6 + "# 注释 x".len()));
+    }
+
+    #[test]
+    fn detects_crlf() {
+        assert_eq!(line_ending("a\r\nb"), "\r\n");
+        assert_eq!(line_ending("a\nb\r\n"), "\n");
+        assert_eq!(indentation_at("def f():\n    \tx = 1", 15), "    \t");
+    }
+}
