@@ -94,11 +94,7 @@ pub struct Applied {
 /// Apply every fix at or above `threshold` whose edits do not overlap an edit already taken.
 /// A fix goes in whole or not at all. Edits that are identical to one already taken (the same
 /// import rewrite requested by two call sites) are applied once and do not count as overlap.
-pub fn apply_fixes<'a>(
-    text: &str,
-    fixes: impl IntoIterator<Item = &'a Fix>,
-    threshold: Applicability,
-) -> Applied {
+pub fn apply_fixes<'a>(text: &str, fixes: impl IntoIterator<Item = &'a Fix>, threshold: Applicability) -> Applied {
     let mut candidates: Vec<&Fix> = fixes
         .into_iter()
         .filter(|fix| fix.applicability >= threshold && fix.applicability != Applicability::DisplayOnly)

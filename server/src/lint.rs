@@ -180,7 +180,8 @@ pub fn lint(text: &str, tree: &Tree, context: LintContext<'_>, settings: &LintSe
         let model = Model::new(text, tree, context);
         let root = tree.root_node();
         for rule in active {
-            let mut checker = Checker { model: &model, hardware: settings.hardware.as_ref(), rule, diagnostics: Vec::new() };
+            let mut checker =
+                Checker { model: &model, hardware: settings.hardware.as_ref(), rule, diagnostics: Vec::new() };
             let query = query_of(rule);
             let names = query.capture_names();
             let violation = query.capture_index_for_name("violation");

@@ -61,7 +61,9 @@ static DIRECTIVE: LazyLock<Regex> = LazyLock::new(|| {
 
 /// Every suppression comment in the file, in order.
 pub fn comments(text: &str, tree: &Tree) -> Vec<SuppressionComment> {
-    if memchr::memmem::find(text.as_bytes(), b"culint").is_none() && memchr::memmem::find(text.as_bytes(), b"noqa").is_none() {
+    if memchr::memmem::find(text.as_bytes(), b"culint").is_none()
+        && memchr::memmem::find(text.as_bytes(), b"noqa").is_none()
+    {
         return Vec::new();
     }
     let root = tree.root_node();
@@ -91,7 +93,13 @@ pub fn comments(text: &str, tree: &Tree) -> Vec<SuppressionComment> {
             }
         };
         // A bare `# noqa` that another tool owns still silences culint on that line, as in Ruff.
-        found.push(SuppressionComment { start: node.start_byte(), end: node.end_byte(), file_level, codes, code_ranges });
+        found.push(SuppressionComment {
+            start: node.start_byte(),
+            end: node.end_byte(),
+            file_level,
+            codes,
+            code_ranges,
+        });
     }
     found
 }
