@@ -4,6 +4,7 @@ pub mod edits;
 
 mod empty_cache_before_release;
 mod empty_cache_in_step_loop;
+mod missing_set_device;
 
 use tree_sitter::Node;
 
@@ -67,7 +68,8 @@ pub struct Rule {
 }
 
 /// Every rule, in code order.
-pub static RULES: &[&Rule] = &[&empty_cache_in_step_loop::RULE, &empty_cache_before_release::RULE];
+pub static RULES: &[&Rule] =
+    &[&missing_set_device::RULE, &empty_cache_in_step_loop::RULE, &empty_cache_before_release::RULE];
 
 pub fn by_code(code: &str) -> Option<&'static Rule> {
     RULES.iter().copied().find(|rule| rule.code.eq_ignore_ascii_case(code))
