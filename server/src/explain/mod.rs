@@ -28,7 +28,7 @@ use serde::Serialize;
 use crate::knowledge::{Base, Diagnosis, Entry, Lang, builtin};
 use oom::OomAnalysis;
 use streams::Stream;
-use traceback::{CodeFinding, Frame};
+use traceback::{CodeFinding, Frame, LocalFrame};
 
 #[derive(Clone, Debug, Default)]
 pub struct ExplainOptions {
@@ -63,6 +63,9 @@ pub struct Finding<'b> {
     pub undetermined: bool,
     /// Traceback frames that led to the error, outermost first, without duplicates.
     pub frames: Vec<Frame>,
+    /// The frames of the user's own files that exist on this machine (needs a lint root).
+    pub local_frames: Vec<LocalFrame>,
+    /// Lint findings in those files near the frames, or of the entry's related rules.
     pub likely_causes: Vec<CodeFinding>,
 }
 
@@ -144,6 +147,7 @@ pub fn explain<'b>(text: &str, base: &'b Base, options: &ExplainOptions) -> Repo
                 oom: None,
                 undetermined: false,
                 frames: Vec::new(),
+                local_frames: Vec::new(),
                 likely_causes: Vec::new(),
             });
             findings.len() - 1
@@ -180,9 +184,13 @@ pub fn explain<'b>(text: &str, base: &'b Base, options: &ExplainOptions) -> Repo
     for finding in &mut findings {
         streams::sort_ranks(&mut finding.ranks);
         if let Some(root) = &options.lint_root {
-            finding.likely_causes = traceback::likely_causes(&finding.frames, root, &finding.entry.related_rules);
+            finding.local_frames = traceback::local_frames(&finding.frames, root);
+            finding.likely_causes = traceback::likely_causes(&finding.local_frames, &finding.entry.related_rules);
         }
     }
+    // Errors that relay another failure go last; the sort is stable, so first appearance
+    // still orders each group.
+    findings.sort_by_key(|finding| finding.entry.matching.secondary);
     Report { lang: options.lang, line_count: text.lines().count(), findings }
 }
 

@@ -100,13 +100,16 @@ fn size_at(captures: &regex::Captures<'_>, number_group: usize) -> u64 {
 pub fn parse(text: &str) -> Option<OomFigures> {
     let requested = REQUESTED.captures(text).map(|c| size_at(&c, 1))?;
     if let Some(c) = OLD.captures(text) {
-        let reserved = if c.get(8).is_some() { size_at(&c, 8) } else { size_at(&c, 10) };
+        let allocated = size_at(&c, 4);
+        // "W reserved in total by PyTorch" includes the allocated memory; the older "W cached"
+        // counted only the cached blocks on top of it (it is often smaller than "allocated").
+        let reserved = if c.get(8).is_some() { size_at(&c, 8) } else { allocated + size_at(&c, 10) };
         return Some(OomFigures {
             format: OomFormat::Parenthesised,
             gpu: c[1].parse().ok(),
             requested,
             total: size_at(&c, 2),
-            allocated: size_at(&c, 4),
+            allocated,
             free: size_at(&c, 6),
             reserved,
             this_process: None,
@@ -372,7 +375,8 @@ mod tests {
         let f = parse("Tried to allocate 1024.00 KiB (GPU 0; 11.17 GiB total capacity; 10.90 GiB already allocated; 576.00 KiB free; 30.96 MiB cached)").unwrap();
         assert_eq!(f.requested, MIB);
         assert_eq!(f.free, 576 * 1024);
-        assert_eq!(f.reserved, bytes("30.96", "MiB"));
+        assert_eq!(f.reserved, bytes("10.90", "GiB") + bytes("30.96", "MiB"));
+        assert_eq!(f.unallocated_reserved(), bytes("30.96", "MiB"));
     }
 
     #[test]

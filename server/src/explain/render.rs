@@ -35,6 +35,16 @@ impl Paint {
     }
 }
 
+/// Log lines longer than this are cut in terminal output (JSON keeps them whole).
+const MAX_MESSAGE_CHARS: usize = 240;
+
+fn shorten(message: &str) -> String {
+    match message.char_indices().nth(MAX_MESSAGE_CHARS) {
+        Some((cut, _)) => format!("{}…", &message[..cut]),
+        None => message.to_owned(),
+    }
+}
+
 /// Width that English paragraphs are wrapped to on a terminal.
 const WRAP: usize = 100;
 /// Repeated occurrences are summarised; a few are listed so their lines can be found.
@@ -86,6 +96,18 @@ fn seen_line(finding: &Finding<'_>, lang: Lang) -> String {
     out
 }
 
+/// `train.py:10 in train_step: logits = model(batch.cuda())`.
+fn frame_text(frame: &super::traceback::LocalFrame) -> String {
+    let mut text = format!("{}:{}", frame.path, frame.line);
+    if let Some(function) = &frame.function {
+        text.push_str(&format!(" in {function}"));
+    }
+    if let Some(source) = &frame.source {
+        text.push_str(&format!(": {source}"));
+    }
+    text
+}
+
 fn undetermined_note(lang: Lang) -> &'static str {
     match lang {
         Lang::En => {
@@ -121,6 +143,13 @@ impl Report<'_> {
             if finding.undetermined {
                 let _ = writeln!(out, "*{}*\n", undetermined_note(lang));
             }
+            if !finding.local_frames.is_empty() {
+                let _ = writeln!(out, "**{}**\n", Label::YourCode.text(lang));
+                for frame in &finding.local_frames {
+                    let _ = writeln!(out, "- `{}`", frame_text(frame));
+                }
+                out.push('\n');
+            }
             if !finding.likely_causes.is_empty() {
                 let _ = writeln!(out, "**{}**\n", Label::LikelyCauses.text(lang));
                 for cause in &finding.likely_causes {
@@ -151,7 +180,7 @@ impl Report<'_> {
             let _ = writeln!(out, "  {} {}", paint.dim("-->"), seen_line(finding, lang));
             for occurrence in finding.occurrences.iter().take(LISTED_OCCURRENCES) {
                 let rank = occurrence.rank.as_deref().map(|r| format!("[{r}] ")).unwrap_or_default();
-                let _ = writeln!(out, "  {} {}", paint.dim(&format!("{:>6} |", occurrence.line)), format!("{rank}{}", occurrence.message));
+                let _ = writeln!(out, "  {} {rank}{}", paint.dim(&format!("{:>6} |", occurrence.line)), shorten(&occurrence.message));
             }
             if finding.occurrences.len() > LISTED_OCCURRENCES {
                 let more = finding.occurrences.len() - LISTED_OCCURRENCES;
@@ -171,6 +200,12 @@ impl Report<'_> {
             }
             if finding.undetermined {
                 let _ = write!(out, "\n{}", wrap(undetermined_note(lang), "  "));
+            }
+            if !finding.local_frames.is_empty() {
+                let _ = writeln!(out, "\n{}", paint.heading(Label::YourCode.text(lang)));
+                for frame in &finding.local_frames {
+                    let _ = writeln!(out, "  {}", frame_text(frame));
+                }
             }
             if !finding.likely_causes.is_empty() {
                 let _ = writeln!(out, "\n{}", paint.heading(Label::LikelyCauses.text(lang)));
@@ -260,6 +295,7 @@ impl Report<'_> {
                     "oom": oom,
                     "oom_figures_missing": finding.undetermined,
                     "frames": finding.frames,
+                    "local_frames": finding.local_frames,
                     "likely_causes": finding.likely_causes,
                     "cause": entry.cause.text(lang),
                     "workarounds": entry.workarounds.iter().map(|w| json!({

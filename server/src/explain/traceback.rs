@@ -82,6 +82,47 @@ pub fn resolve(file: &str, root: &Path) -> Option<PathBuf> {
     })
 }
 
+/// A frame of the user's own code, found on this machine.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LocalFrame {
+    /// The file on this machine, relative to the root when it is inside it.
+    pub path: String,
+    #[serde(skip)]
+    pub resolved: PathBuf,
+    pub line: usize,
+    pub function: Option<String>,
+    /// The source line as it reads now, which may differ from the run that failed.
+    pub source: Option<String>,
+}
+
+/// The frames whose files exist under `root`, each file read once.
+pub fn local_frames(frames: &[Frame], root: &Path) -> Vec<LocalFrame> {
+    let mut texts: BTreeMap<PathBuf, Option<String>> = BTreeMap::new();
+    let mut out = Vec::new();
+    for frame in frames {
+        let Some(resolved) = resolve(&frame.file, root) else {
+            continue;
+        };
+        let text = texts.entry(resolved.clone()).or_insert_with(|| std::fs::read_to_string(&resolved).ok());
+        let source = text
+            .as_deref()
+            .and_then(|text| text.lines().nth(frame.line.wrapping_sub(1)))
+            .map(|line| line.trim().to_owned());
+        out.push(LocalFrame {
+            path: display_path(&resolved, root),
+            resolved,
+            line: frame.line,
+            function: frame.function.clone(),
+            source,
+        });
+    }
+    out
+}
+
+fn display_path(path: &Path, root: &Path) -> String {
+    path.strip_prefix(root).unwrap_or(path).display().to_string()
+}
+
 /// A lint finding in a file of the traceback.
 #[derive(Clone, Debug, Serialize)]
 pub struct CodeFinding {
@@ -98,35 +139,32 @@ pub struct CodeFinding {
 /// Findings within this many lines of a frame are shown as likely causes.
 pub const NEAR_LINES: usize = 10;
 
-/// Lint each local file of `frames` and keep the findings near a frame, or of a rule in
+/// Lint each file of `frames` and keep the findings near a frame, or of a rule in
 /// `related_rules` anywhere in the file (such as CUL101 for an out-of-memory on GPU 0).
-pub fn likely_causes(frames: &[Frame], root: &Path, related_rules: &[String]) -> Vec<CodeFinding> {
-    let mut lines_by_file: BTreeMap<PathBuf, Vec<usize>> = BTreeMap::new();
+pub fn likely_causes(frames: &[LocalFrame], related_rules: &[String]) -> Vec<CodeFinding> {
+    let mut lines_by_file: BTreeMap<(&PathBuf, &str), Vec<usize>> = BTreeMap::new();
     for frame in frames {
-        if let Some(path) = resolve(&frame.file, root) {
-            lines_by_file.entry(path).or_default().push(frame.line);
-        }
+        lines_by_file.entry((&frame.resolved, frame.path.as_str())).or_default().push(frame.line);
     }
     let settings = LintSettings::default();
     let mut out = Vec::new();
-    for (path, frame_lines) in lines_by_file {
-        let Ok(text) = std::fs::read_to_string(&path) else {
+    for ((path, shown), frame_lines) in lines_by_file {
+        let Ok(text) = std::fs::read_to_string(path) else {
             continue;
         };
         let index = LineIndex::new(&text);
-        let shown = path.strip_prefix(root).unwrap_or(&path).display().to_string();
-        for diagnostic in lint_text(&text, LintContext { path: Some(&path), project: None }, &settings) {
+        for diagnostic in lint_text(&text, LintContext { path: Some(path), project: None }, &settings) {
             let line = index.line_of(diagnostic.range.start) + 1;
-            let near = frame_lines.iter().copied().filter(|f| f.abs_diff(line) <= NEAR_LINES).min_by_key(|f| f.abs_diff(line));
+            let near =
+                frame_lines.iter().copied().filter(|f| f.abs_diff(line) <= NEAR_LINES).min_by_key(|f| f.abs_diff(line));
             if near.is_none() && !related_rules.contains(&diagnostic.code) {
                 continue;
             }
             let line_start = index.line_start(line - 1);
-            let column = text[line_start..diagnostic.range.start].chars().count() + 1;
             out.push(CodeFinding {
-                path: shown.clone(),
+                path: shown.to_owned(),
                 line,
-                column,
+                column: text[line_start..diagnostic.range.start].chars().count() + 1,
                 code: diagnostic.code,
                 name: diagnostic.name,
                 message: diagnostic.message,

@@ -38,6 +38,10 @@ pub struct MatchSpec {
     pub examples: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diagnosis: Option<Diagnosis>,
+    /// The error usually relays another failure (NCCL reporting the CUDA error of a rank), so
+    /// `culint explain` lists it after the other errors of the same log.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub secondary: bool,
 }
 
 /// A note about which versions a behaviour or message belongs to.

@@ -122,6 +122,7 @@ pub enum Label {
     Memory,
     Diagnosis,
     LikelyCauses,
+    YourCode,
     NoMatch,
 }
 
@@ -159,6 +160,8 @@ impl Label {
             (Diagnosis, Lang::Zh) => "诊断",
             (LikelyCauses, Lang::En) => "Likely causes in your code",
             (LikelyCauses, Lang::Zh) => "代码中可能的原因",
+            (YourCode, Lang::En) => "Your code in the traceback",
+            (YourCode, Lang::Zh) => "traceback 中你的代码",
             (NoMatch, Lang::En) => "no known CUDA, cuBLAS, cuDNN or NCCL error found",
             (NoMatch, Lang::Zh) => "未发现已知的 CUDA、cuBLAS、cuDNN 或 NCCL 错误",
         }
