@@ -183,10 +183,7 @@ fn deepspeed_tee_log_puts_the_oom_before_the_nccl_errors_it_caused() {
 fn pdsh_host_prefixes_name_host_and_rank() {
     let report = report("deepspeed_pdsh_illegal_access.log");
     assert_eq!(ids(&report), ["cuda/illegal-memory-access", "nccl/unhandled-cuda-error"]);
-    assert_eq!(
-        report.findings[0].ranks,
-        ["worker-1 rank4", "worker-1 rank5", "worker-1 rank6", "worker-1 rank7"]
-    );
+    assert_eq!(report.findings[0].ranks, ["worker-1 rank4", "worker-1 rank5", "worker-1 rank6", "worker-1 rank7"]);
     assert_eq!(report.findings[1].ranks.len(), 4);
     assert!(report.findings[1].ranks.iter().all(|r| r.starts_with("worker-0 ")));
 }
@@ -270,11 +267,8 @@ fn chinese_report_translates_labels_and_reasons() {
 
 #[test]
 fn json_carries_occurrences_figures_and_localized_fields() {
-    let report = explain(
-        &fixture("deepspeed_tee_oom_nccl.log"),
-        builtin(),
-        &ExplainOptions { lang: Lang::Zh, lint_root: None },
-    );
+    let report =
+        explain(&fixture("deepspeed_tee_oom_nccl.log"), builtin(), &ExplainOptions { lang: Lang::Zh, lint_root: None });
     let json = report.to_json();
     assert_eq!(json["matched"], true);
     assert_eq!(json["lang"], "zh");

@@ -34,7 +34,10 @@ fn every_entry_file_is_compiled_in() {
     on_disk.sort();
     let mut compiled: Vec<String> = BUILTIN_FILES.iter().map(|(path, _)| (*path).to_owned()).collect();
     compiled.sort();
-    assert_eq!(on_disk, compiled, "knowledge/<group>/*.toml and BUILTIN_FILES in server/src/knowledge/builtin.rs differ");
+    assert_eq!(
+        on_disk, compiled,
+        "knowledge/<group>/*.toml and BUILTIN_FILES in server/src/knowledge/builtin.rs differ"
+    );
 }
 
 #[test]
@@ -75,7 +78,12 @@ fn the_required_errors_are_covered() {
 fn every_entry_matches_at_least_two_message_variants() {
     for entry in builtin().entries() {
         let examples = &entry.matching.examples;
-        assert!(examples.len() >= 2, "{} lists {} example(s); add the variants of other versions", entry.id, examples.len());
+        assert!(
+            examples.len() >= 2,
+            "{} lists {} example(s); add the variants of other versions",
+            entry.id,
+            examples.len()
+        );
         for example in examples {
             assert!(entry.matches(example), "{}: no pattern matches `{example}`", entry.id);
         }
@@ -187,7 +195,11 @@ fn dead_ends_include_the_circulating_non_fixes() {
     // A dead end is never recommended.
     for entry in builtin().entries() {
         for workaround in &entry.workarounds {
-            assert!(!workaround.code.contains("CUBLASLT_HEURISTIC_MODE"), "{} recommends a non-existent variable", entry.id);
+            assert!(
+                !workaround.code.contains("CUBLASLT_HEURISTIC_MODE"),
+                "{} recommends a non-existent variable",
+                entry.id
+            );
         }
     }
 }
@@ -219,7 +231,10 @@ fn markdown_is_rendered_in_the_requested_language() {
     assert!(en.contains("**What works**") && en.contains("**What does not work**"));
     assert!(en.contains("<https://docs.nvidia.com/cuda/cublas/index.html#cublasstatus-t>"));
     let zh = entry.to_markdown(Lang::from_locale("zh-CN"));
-    assert!(zh.contains("cuBLAS 无法分配显存") && zh.contains("**可行的办法**") && zh.contains("**无效的做法**"), "{zh}");
+    assert!(
+        zh.contains("cuBLAS 无法分配显存") && zh.contains("**可行的办法**") && zh.contains("**无效的做法**"),
+        "{zh}"
+    );
 }
 
 fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
@@ -250,10 +265,11 @@ sources = ["https://docs.nvidia.com/deploy/xid-errors/index.html"]
 fn user_directories_add_and_override_entries() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "team/flaky-node.toml", USER_ENTRY);
-    let override_text = BUILTIN_FILES.iter().find(|(p, _)| p.ends_with("alloc-failed.toml")).unwrap().1.replace(
-        "CUBLAS_STATUS_ALLOC_FAILED: cuBLAS could not allocate GPU memory",
-        "Our own advice for ALLOC_FAILED",
-    );
+    let override_text =
+        BUILTIN_FILES.iter().find(|(p, _)| p.ends_with("alloc-failed.toml")).unwrap().1.replace(
+            "CUBLAS_STATUS_ALLOC_FAILED: cuBLAS could not allocate GPU memory",
+            "Our own advice for ALLOC_FAILED",
+        );
     write(dir.path(), "nested/override.toml", &override_text);
     let base = Base::with_user_dirs(&[dir.path().to_path_buf()]).unwrap();
     assert_eq!(base.len(), builtin().len() + 1);
@@ -279,11 +295,15 @@ fn broken_user_entries_name_the_file_and_the_problem() {
     let error = Base::with_user_dirs(&[dir.path().to_path_buf()]).unwrap_err().to_string();
     assert!(error.contains("example `kernel: GPU lost` is matched by none of the patterns"), "{error}");
 
-    std::fs::write(&bad_regex, USER_ENTRY.replace("sources = [\"https://docs.nvidia.com/deploy/xid-errors/index.html\"]", "sources = []")).unwrap();
+    std::fs::write(
+        &bad_regex,
+        USER_ENTRY.replace("sources = [\"https://docs.nvidia.com/deploy/xid-errors/index.html\"]", "sources = []"),
+    )
+    .unwrap();
     let error = Base::with_user_dirs(&[dir.path().to_path_buf()]).unwrap_err().to_string();
     assert!(error.contains("has no `sources`"), "{error}");
 
     let missing = dir.path().join("nope");
-    let error = Base::with_user_dirs(&[missing.clone()]).unwrap_err().to_string();
+    let error = Base::with_user_dirs(std::slice::from_ref(&missing)).unwrap_err().to_string();
     assert!(error.contains("knowledge-dirs") && error.contains(&missing.display().to_string()), "{error}");
 }

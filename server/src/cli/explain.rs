@@ -25,7 +25,9 @@ pub enum ColorChoice {
 }
 
 #[derive(clap::Args)]
-#[command(after_help = "Examples:\n  culint explain 'CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`'\n  culint explain --file train.log\n  torchrun train.py 2>&1 | tee train.log | culint explain")]
+#[command(
+    after_help = "Examples:\n  culint explain 'CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`'\n  culint explain --file train.log\n  torchrun train.py 2>&1 | tee train.log | culint explain"
+)]
 pub struct ExplainArgs {
     /// The error text. Several arguments are joined with spaces. Without text or --file, the
     /// log is read from standard input.
@@ -97,9 +99,7 @@ pub fn run(args: ExplainArgs) -> ExitCode {
     };
     let report = explain(&input, &base, &ExplainOptions { lang: args.lang, lint_root });
     let rendered = match args.format {
-        ExplainFormat::Json => {
-            serde_json::to_string_pretty(&report.to_json()).expect("report serialises") + "\n"
-        }
+        ExplainFormat::Json => serde_json::to_string_pretty(&report.to_json()).expect("report serialises") + "\n",
         ExplainFormat::Markdown => report.to_markdown(),
         ExplainFormat::Text => report.to_text(use_color(args.color)),
     };

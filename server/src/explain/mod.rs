@@ -154,15 +154,15 @@ pub fn explain<'b>(text: &str, base: &'b Base, options: &ExplainOptions) -> Repo
         });
         let finding = &mut findings[position];
         let message = stream.line(hit.line).trim().to_owned();
-        if let Some(call) = CALL_SITE.captures(&message) {
-            if !finding.call_sites.iter().any(|known| known == &call[1]) {
-                finding.call_sites.push(call[1].to_owned());
-            }
+        if let Some(call) = CALL_SITE.captures(&message)
+            && !finding.call_sites.iter().any(|known| known == &call[1])
+        {
+            finding.call_sites.push(call[1].to_owned());
         }
-        if let Some(rank) = &stream.rank {
-            if !finding.ranks.contains(rank) {
-                finding.ranks.push(rank.clone());
-            }
+        if let Some(rank) = &stream.rank
+            && !finding.ranks.contains(rank)
+        {
+            finding.ranks.push(rank.clone());
         }
         if finding.entry.diagnosis().is_some() && finding.oom.is_none() {
             match analyses.get(&(hit.stream, hit.line)).cloned().flatten() {
@@ -178,7 +178,11 @@ pub fn explain<'b>(text: &str, base: &'b Base, options: &ExplainOptions) -> Repo
                 finding.frames.push(frame);
             }
         }
-        finding.occurrences.push(Occurrence { line: stream.original_line(hit.line), rank: stream.rank.clone(), message });
+        finding.occurrences.push(Occurrence {
+            line: stream.original_line(hit.line),
+            rank: stream.rank.clone(),
+            message,
+        });
     }
 
     for finding in &mut findings {

@@ -69,7 +69,9 @@ static OLD: LazyLock<Regex> = LazyLock::new(|| {
 static NEW_TOTAL: LazyLock<Regex> =
     LazyLock::new(|| pattern(r"GPU (\d+) has a total capac(?:i)?ty of {SIZE} of which {SIZE} is free"));
 static NEW_ALLOCATED: LazyLock<Regex> = LazyLock::new(|| {
-    pattern(r"Of the allocated memory {SIZE} is allocated by PyTorch, and {SIZE} is reserved by PyTorch but unallocated")
+    pattern(
+        r"Of the allocated memory {SIZE} is allocated by PyTorch, and {SIZE} is reserved by PyTorch but unallocated",
+    )
 });
 static THIS_PROCESS: LazyLock<Regex> =
     LazyLock::new(|| pattern(r"Including non-PyTorch memory, this process has {SIZE} memory in use"));

@@ -134,7 +134,13 @@ impl Report<'_> {
                 let _ = writeln!(out, "**{}:** {}\n", Label::CallSite.text(lang), calls.join(", "));
             }
             if let Some(oom) = &finding.oom {
-                let _ = writeln!(out, "**{}** ({}: {})\n", Label::Memory.text(lang), Label::Diagnosis.text(lang), oom.diagnosis.as_str());
+                let _ = writeln!(
+                    out,
+                    "**{}** ({}: {})\n",
+                    Label::Memory.text(lang),
+                    Label::Diagnosis.text(lang),
+                    oom.diagnosis.as_str()
+                );
                 for reason in &oom.reasons {
                     let _ = writeln!(out, "- {reason}");
                 }
@@ -176,24 +182,39 @@ impl Report<'_> {
             if i > 0 {
                 out.push('\n');
             }
-            let _ = writeln!(out, "{} {}", paint.title(&format!("[{}]", entry.id)), paint.strong(&entry.title.text(lang)));
+            let _ =
+                writeln!(out, "{} {}", paint.title(&format!("[{}]", entry.id)), paint.strong(&entry.title.text(lang)));
             let _ = writeln!(out, "  {} {}", paint.dim("-->"), seen_line(finding, lang));
             for occurrence in finding.occurrences.iter().take(LISTED_OCCURRENCES) {
                 let rank = occurrence.rank.as_deref().map(|r| format!("[{r}] ")).unwrap_or_default();
-                let _ = writeln!(out, "  {} {rank}{}", paint.dim(&format!("{:>6} |", occurrence.line)), shorten(&occurrence.message));
+                let _ = writeln!(
+                    out,
+                    "  {} {rank}{}",
+                    paint.dim(&format!("{:>6} |", occurrence.line)),
+                    shorten(&occurrence.message)
+                );
             }
             if finding.occurrences.len() > LISTED_OCCURRENCES {
                 let more = finding.occurrences.len() - LISTED_OCCURRENCES;
-                let _ = writeln!(out, "  {}", paint.dim(&match lang {
-                    Lang::En => format!("       | … {more} more"),
-                    Lang::Zh => format!("       | … 另有 {more} 处"),
-                }));
+                let _ = writeln!(
+                    out,
+                    "  {}",
+                    paint.dim(&match lang {
+                        Lang::En => format!("       | … {more} more"),
+                        Lang::Zh => format!("       | … 另有 {more} 处"),
+                    })
+                );
             }
             if !finding.call_sites.is_empty() {
                 let _ = writeln!(out, "  {}: {}", Label::CallSite.text(lang), finding.call_sites.join(", "));
             }
             if let Some(oom) = &finding.oom {
-                let _ = writeln!(out, "\n{} {}", paint.heading(Label::Memory.text(lang)), paint.warn(&format!("{}: {}", Label::Diagnosis.text(lang), oom.diagnosis.as_str())));
+                let _ = writeln!(
+                    out,
+                    "\n{} {}",
+                    paint.heading(Label::Memory.text(lang)),
+                    paint.warn(&format!("{}: {}", Label::Diagnosis.text(lang), oom.diagnosis.as_str()))
+                );
                 for reason in &oom.reasons {
                     let _ = writeln!(out, "  - {reason}");
                 }
@@ -222,11 +243,16 @@ impl Report<'_> {
                     );
                 }
             }
-            let _ = write!(out, "\n{}\n{}", paint.heading(Label::Cause.text(lang)), wrap(&entry.cause.text(lang), "  "));
+            let _ =
+                write!(out, "\n{}\n{}", paint.heading(Label::Cause.text(lang)), wrap(&entry.cause.text(lang), "  "));
             let _ = writeln!(out, "\n{}", paint.heading(Label::Workarounds.text(lang)));
             for (n, workaround) in entry.workarounds.iter().enumerate() {
                 let _ = writeln!(out, "  {}. {}", n + 1, paint.strong(&workaround.action.text(lang)));
-                let _ = write!(out, "{}", wrap(&format!("{}: {}", Label::When.text(lang), workaround.when.text(lang)), "     "));
+                let _ = write!(
+                    out,
+                    "{}",
+                    wrap(&format!("{}: {}", Label::When.text(lang), workaround.when.text(lang)), "     ")
+                );
                 for line in workaround.code.trim_end().lines() {
                     let _ = writeln!(out, "       {}", paint.dim(line));
                 }
@@ -235,21 +261,32 @@ impl Report<'_> {
             if !entry.dead_ends.is_empty() {
                 let _ = writeln!(out, "\n{}", paint.heading(Label::DeadEnds.text(lang)));
                 for dead_end in &entry.dead_ends {
-                    let _ = write!(out, "{}", wrap(&format!("✗ {} {}", dead_end.claim.text(lang), dead_end.why.text(lang)), "  "));
+                    let _ = write!(
+                        out,
+                        "{}",
+                        wrap(&format!("✗ {} {}", dead_end.claim.text(lang), dead_end.why.text(lang)), "  ")
+                    );
                 }
             }
             if !entry.versions.is_empty() {
                 let _ = writeln!(out, "\n{}", paint.heading(Label::Versions.text(lang)));
                 for version in &entry.versions {
-                    let _ = write!(out, "{}", wrap(&format!("{}: {}", version.applies_to, version.note.text(lang)), "  "));
+                    let _ =
+                        write!(out, "{}", wrap(&format!("{}: {}", version.applies_to, version.note.text(lang)), "  "));
                 }
             }
             if !entry.related_rules.is_empty() {
-                let rules: Vec<String> = entry.related_rules.iter().map(|code| rule_label(code).replace('`', "")).collect();
+                let rules: Vec<String> =
+                    entry.related_rules.iter().map(|code| rule_label(code).replace('`', "")).collect();
                 let _ = writeln!(out, "\n{}: {}", paint.heading(Label::RelatedRules.text(lang)), rules.join(", "));
             }
             if !entry.probe_checks.is_empty() {
-                let _ = writeln!(out, "{}: {}", paint.heading(Label::ProbeChecks.text(lang)), entry.probe_checks.join(", "));
+                let _ = writeln!(
+                    out,
+                    "{}: {}",
+                    paint.heading(Label::ProbeChecks.text(lang)),
+                    entry.probe_checks.join(", ")
+                );
             }
             if !entry.references.is_empty() {
                 let _ = writeln!(out, "{}", paint.heading(Label::References.text(lang)));

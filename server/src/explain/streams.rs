@@ -135,7 +135,7 @@ fn strip_ansi(line: &str) -> std::borrow::Cow<'_, str> {
 
 /// Sort rank names so that `rank10` comes after `rank9`.
 pub fn sort_ranks(ranks: &mut [String]) {
-    ranks.sort_by(|a, b| natural_key(a).cmp(&natural_key(b)));
+    ranks.sort_by_key(|rank| natural_key(rank));
 }
 
 fn natural_key(name: &str) -> (String, u64) {

@@ -21,7 +21,8 @@ pub struct Frame {
 }
 
 static FRAME: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<function>\S+))?"#).expect("frame pattern compiles")
+    Regex::new(r#"File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<function>\S+))?"#)
+        .expect("frame pattern compiles")
 });
 
 /// A traceback starts here; its frames end at the error line.
@@ -53,9 +54,7 @@ pub fn frames_before(stream: &Stream, error_line: usize) -> Vec<Frame> {
 /// Library and interpreter frames are not the user's code.
 fn is_library_path(file: &str) -> bool {
     file.starts_with('<')
-        || ["site-packages", "dist-packages", "/lib/python", "\\lib\\python"]
-            .iter()
-            .any(|marker| file.contains(marker))
+        || ["site-packages", "dist-packages", "/lib/python", "\\lib\\python"].iter().any(|marker| file.contains(marker))
 }
 
 /// Where a printed path lives on this machine: as printed, relative to `root`, or, for a log

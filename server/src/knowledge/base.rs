@@ -86,8 +86,8 @@ impl Base {
 /// Parse and check one entry file.
 pub fn parse_entry(path: &Path, text: &str) -> Result<Entry, KnowledgeError> {
     let error = |problem: String| KnowledgeError { path: path.to_path_buf(), problem };
-    let spec: EntrySpec =
-        toml::from_str(text).map_err(|e| error(format!("not a valid knowledge entry: {}", e.to_string().trim_end())))?;
+    let spec: EntrySpec = toml::from_str(text)
+        .map_err(|e| error(format!("not a valid knowledge entry: {}", e.to_string().trim_end())))?;
     Entry::from_spec(spec).map_err(|problem| error(format!("{problem}; fix the entry or remove the file")))
 }
 
