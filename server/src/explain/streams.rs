@@ -45,7 +45,8 @@ impl Stream {
     /// Text of stream line `index`, without its newline.
     pub fn line(&self, index: usize) -> &str {
         let start = self.line_starts[index];
-        let end = self.line_starts.get(index + 1).map_or(self.text.len(), |next| next - 1);
+        // Every pushed line ends with a newline, the last one included.
+        let end = self.line_starts.get(index + 1).copied().unwrap_or(self.text.len()) - 1;
         &self.text[start..end]
     }
 
