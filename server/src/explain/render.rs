@@ -87,12 +87,12 @@ fn seen_line(finding: &Finding<'_>, lang: Lang) -> String {
             Lang::Zh => write!(out, "，共 {count} 次"),
         };
     }
-    if !finding.ranks.is_empty() {
-        let _ = match lang {
-            Lang::En => write!(out, " on {} ({})", Label::Ranks.text(lang), finding.ranks.join(", ")),
-            Lang::Zh => write!(out, "，{}：{}", Label::Ranks.text(lang), finding.ranks.join("，")),
-        };
-    }
+    let _ = match (lang, finding.ranks.as_slice()) {
+        (_, []) => Ok(()),
+        (Lang::En, [rank]) => write!(out, " on {rank}"),
+        (Lang::En, ranks) => write!(out, " on {} ({})", Label::Ranks.text(lang), ranks.join(", ")),
+        (Lang::Zh, ranks) => write!(out, "，{}：{}", Label::Ranks.text(lang), ranks.join("，")),
+    };
     out
 }
 
@@ -209,12 +209,9 @@ impl Report<'_> {
                 let _ = writeln!(out, "  {}: {}", Label::CallSite.text(lang), finding.call_sites.join(", "));
             }
             if let Some(oom) = &finding.oom {
-                let _ = writeln!(
-                    out,
-                    "\n{} {}",
-                    paint.heading(Label::Memory.text(lang)),
-                    paint.warn(&format!("{}: {}", Label::Diagnosis.text(lang), oom.diagnosis.as_str()))
-                );
+                let _ = writeln!(out, "\n{}", paint.heading(Label::Memory.text(lang)));
+                let diagnosis = format!("{}: {}", Label::Diagnosis.text(lang), oom.diagnosis.as_str());
+                let _ = writeln!(out, "  {}", paint.warn(&diagnosis));
                 for reason in &oom.reasons {
                     let _ = writeln!(out, "  - {reason}");
                 }
