@@ -45,12 +45,12 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
     };
     let options = if is_pyproject(path) {
         match culint_table_of_pyproject(path, &text)? {
-            Some(table) => parse_options(&table, "[tool.culint]", &root),
+            Some(table) => parse_options(&table, "in [tool.culint]", &root),
             None => Ok(Options::default()),
         }
     } else {
         let table = parse_toml(path, &text)?;
-        parse_options(&table, "the top level", &root)
+        parse_options(&table, "at the top level", &root)
     }
     .map_err(|message| ConfigError::new(path, message))?;
     Ok(Config { path: path.to_path_buf(), root, options })

@@ -82,12 +82,12 @@ pub struct Options {
     pub knowledge_dirs: Vec<PathBuf>,
 }
 
-/// Read the options table. `table_name` says where the table lives, for messages
-/// (`[tool.culint]`, or `the top level` of culint.toml); `root` is the configuration's directory.
-pub fn parse_options(table: &Table, table_name: &str, root: &Path) -> Result<Options, String> {
+/// Read the options table. `location` says where the table lives, for messages (`in
+/// [tool.culint]`, or `at the top level` of culint.toml); `root` is the configuration's directory.
+pub fn parse_options(table: &Table, location: &str, root: &Path) -> Result<Options, String> {
     let mut options = Options::default();
     for (key, value) in table {
-        let at = |message: String| format!("`{key}` in {table_name}: {message}");
+        let at = |message: String| format!("`{key}` {location}: {message}");
         match key.as_str() {
             "select" => options.select = Some(selectors(value).map_err(at)?),
             "extend-select" => options.extend_select = selectors(value).map_err(at)?,
@@ -101,7 +101,7 @@ pub fn parse_options(table: &Table, table_name: &str, root: &Path) -> Result<Opt
             "knowledge-dirs" => options.knowledge_dirs = knowledge_dirs(value, root).map_err(at)?,
             unknown => {
                 return Err(format!(
-                    "unknown key `{unknown}` in {table_name}; expected one of {}",
+                    "unknown key `{unknown}` {location}; expected one of {}",
                     KEYS.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
                 ));
             }

@@ -29,8 +29,8 @@ fn wrong_value_shapes_are_explained() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("culint.toml");
     let cases = [
-        ("select = \"ALL\"", "`select` in the top level: expected a list of strings, found a string"),
-        ("unsafe-fixes = 1", "`unsafe-fixes` in the top level: expected true or false, found an integer"),
+        ("select = \"ALL\"", "`select` at the top level: expected a list of strings, found a string"),
+        ("unsafe-fixes = 1", "`unsafe-fixes` at the top level: expected true or false, found an integer"),
         ("output-format = \"xml\"", "unknown format `xml`; expected one of full, concise, json, sarif, github"),
         ("max-file-size = \"5TB\"", "more than the limit of 1 GiB"),
         ("max-file-size = -3", "expected a positive size, found -3"),
