@@ -342,3 +342,25 @@ fn version_is_printed() {
     let run = culint(dir.path(), &["--version"]);
     assert_eq!((run.code, run.stdout.trim()), (0, concat!("culint ", env!("CARGO_PKG_VERSION"))));
 }
+
+#[test]
+fn installed_packages_and_hidden_directories_are_not_searched() {
+    let dir = project(&[
+        ("train.py", STEP_LOOP.as_bytes()),
+        ("venv/lib/python3.12/site-packages/torch/loop.py", STEP_LOOP.as_bytes()),
+        (".venv/lib/loop.py", STEP_LOOP.as_bytes()),
+        ("build/lib/loop.py", STEP_LOOP.as_bytes()),
+    ]);
+    let run = culint(dir.path(), &["check", "--output-format", "concise", "--select", "CUL201"]);
+    assert_eq!(run.stdout.lines().filter(|l| l.contains("CUL201")).count(), 1, "{}", run.stdout);
+    let named = culint(dir.path(), &["check", "--output-format", "concise", "--select", "CUL201", "build"]);
+    assert!(named.stdout.starts_with("build/lib/loop.py:"), "{}", named.stdout);
+}
+
+#[test]
+fn an_empty_directory_passes_with_a_warning() {
+    let dir = project(&[("README.md", b"# nothing here\n")]);
+    let run = culint(dir.path(), &["check"]);
+    assert_eq!(run.code, 0);
+    assert!(run.stderr.contains("no Python files found"), "{}", run.stderr);
+}

@@ -190,6 +190,9 @@ fn check(args: &CheckArgs) -> Result<ExitCode, String> {
         errors += 1;
     }
 
+    if walk.files.is_empty() && !reads_stdin && walk.io_errors.is_empty() {
+        eprintln!("warning: no Python files found under the given paths");
+    }
     let mut reports: Vec<FileReport> = walk.files.par_iter().map(|path| check_file(path, &resolver, mode)).collect();
     if reads_stdin {
         reports.push(check_stdin(args, &resolver, mode)?);

@@ -8,6 +8,12 @@ use ignore::{WalkBuilder, WalkState};
 
 use crate::config::{ConfigError, Resolver};
 
+/// Directories never searched, whatever the configuration says: installed packages and build
+/// output, where findings are not the user's to fix (hidden directories such as `.venv` and
+/// `.git` are skipped as well). Naming such a directory explicitly still checks it.
+pub const DEFAULT_EXCLUDES: &[&str] =
+    &["venv", "site-packages", "node_modules", "__pypackages__", "build", "dist", "_build", "buck-out"];
+
 /// What a walk found: files to lint, and problems to report.
 #[derive(Debug, Default)]
 pub struct Walk {
@@ -49,6 +55,11 @@ pub fn collect_files(paths: &[PathBuf], resolver: &Arc<Resolver>) -> Walk {
                 // The roots themselves were named on the command line.
                 if entry.depth() == 0 {
                     return true;
+                }
+                if entry.file_type().is_some_and(|t| t.is_dir())
+                    && DEFAULT_EXCLUDES.iter().any(|name| entry.file_name() == *name)
+                {
+                    return false;
                 }
                 match filter_resolver.is_excluded(entry.path()) {
                     Ok(excluded) => !excluded,

@@ -51,8 +51,8 @@ fn window<'t>(text: &'t str, lines: &LineIndex, range: TextRange) -> (&'t str, u
 fn render_one(finding: &Located<'_>, path: &str, renderer: &Renderer) -> String {
     let diagnostic = finding.diagnostic;
     let text = &finding.report.text;
-    let lines = LineIndex::new(text);
-    let (source, offset, line_start) = window(text, &lines, diagnostic.range);
+    let lines = &finding.lines;
+    let (source, offset, line_start) = window(text, lines, diagnostic.range);
     let span = clamp(diagnostic.range, offset, source.len());
     let mut snippet = Snippet::source(source)
         .line_start(line_start)

@@ -20,7 +20,7 @@ pub fn render(findings: &[Located<'_>], options: &RenderOptions<'_>) -> String {
 fn to_json(finding: &Located<'_>, options: &RenderOptions<'_>) -> Value {
     let diagnostic = finding.diagnostic;
     let text = &finding.report.text;
-    let lines = LineIndex::new(text);
+    let lines = &finding.lines;
     let path = &finding.report.path;
     let absolute = if path.is_absolute() || path.as_os_str() == "-" { path.clone() } else { options.cwd.join(path) };
     let related: Vec<Value> = diagnostic
@@ -43,7 +43,7 @@ fn to_json(finding: &Located<'_>, options: &RenderOptions<'_>) -> Value {
         "filename": absolute.to_string_lossy(),
         "location": finding.start,
         "end_location": finding.end,
-        "fix": diagnostic.fix.as_ref().map(|fix| fix_json(fix, text, &lines)),
+        "fix": diagnostic.fix.as_ref().map(|fix| fix_json(fix, text, lines)),
         "url": rule_url(&diagnostic.code),
         "noqa_row": finding.start.row,
         "knowledge": diagnostic.knowledge,

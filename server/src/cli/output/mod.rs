@@ -9,6 +9,7 @@ mod statistics;
 mod summary;
 
 use std::path::Path;
+use std::sync::Arc;
 
 pub use statistics::{render_statistics, render_statistics_json};
 pub use summary::{FixSummary, render_summary};
@@ -34,19 +35,22 @@ pub struct Located<'a> {
     pub diagnostic: &'a Diagnostic,
     pub start: SourceLocation,
     pub end: SourceLocation,
+    /// The line index of the report's text, shared by its findings.
+    pub lines: Arc<LineIndex>,
 }
 
 /// Every finding of every report, in report order, with one-based rows and character columns.
 pub fn located(reports: &[FileReport]) -> Vec<Located<'_>> {
     let mut out = Vec::new();
     for report in reports.iter().filter(|r| !r.diagnostics.is_empty()) {
-        let lines = LineIndex::new(&report.text);
+        let lines = Arc::new(LineIndex::new(&report.text));
         for diagnostic in &report.diagnostics {
             out.push(Located {
                 report,
                 diagnostic,
                 start: lines.location(&report.text, diagnostic.range.start),
                 end: lines.location(&report.text, diagnostic.range.end),
+                lines: lines.clone(),
             });
         }
     }

@@ -7,7 +7,6 @@ use serde_json::{Value, json};
 use crate::diagnostic::Severity;
 use crate::fix::Applicability;
 use crate::rules::{RULES, Rule};
-use crate::text::LineIndex;
 
 use super::{Located, RenderOptions, display_path, rule_url};
 use crate::cli::rule::doc_section;
@@ -87,7 +86,7 @@ fn result_json(finding: &Located<'_>, options: &RenderOptions<'_>) -> Value {
     }
     if let Some(fix) = diagnostic.fix.as_ref().filter(|fix| fix.applicability != Applicability::DisplayOnly) {
         let text = &finding.report.text;
-        let lines = LineIndex::new(text);
+        let lines = &finding.lines;
         let replacements: Vec<Value> = fix
             .edits
             .iter()
