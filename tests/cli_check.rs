@@ -36,7 +36,8 @@ fn selection_by_code_prefix_and_name() {
         let run = culint(dir.path(), &["check", "--ignore", ignore]);
         assert!(!run.stdout.contains("CUL201"), "{ignore}: {}", run.stdout);
     }
-    let extended = culint(dir.path(), &["check", "--select", "CUL1", "--extend-select", "CUL201"]);
+    let extended =
+        culint(dir.path(), &["check", "--select", "empty-cache-before-release", "--extend-select", "CUL201"]);
     assert!(extended.stdout.contains("CUL201"), "{}", extended.stdout);
 }
 

@@ -81,7 +81,16 @@ pub fn rule_page(rule: &Rule) -> String {
     if rule.deprecated {
         facts.push("Reports a deprecated API".to_owned());
     }
-    format!("# {} {}\n\n{}.\n\n{}\n", rule.code, rule.name, facts.join(" · "), rule.doc.trim())
+    format!("# {} {}\n\n{}.\n\n{}\n", rule.code, rule.name, facts.join(" · "), doc_body(rule.doc))
+}
+
+/// A rule doc without its own top-level title, which the page replaces with a uniform one.
+fn doc_body(doc: &str) -> &str {
+    let doc = doc.trim();
+    match doc.strip_prefix("# ") {
+        Some(rest) => rest.split_once('\n').map_or("", |(_, body)| body.trim_start()),
+        None => doc,
+    }
 }
 
 /// A markdown table of every rule, linking each to its page under `link_base`.
@@ -140,6 +149,12 @@ fn json_text(value: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pages_replace_the_doc_title() {
+        assert_eq!(doc_body("# x (CUL1)\n\n## What it does\nX"), "## What it does\nX");
+        assert_eq!(doc_body("## What it does\nX\n"), "## What it does\nX");
+    }
 
     #[test]
     fn doc_sections_stop_at_the_next_heading() {

@@ -42,7 +42,12 @@ fn level(severity: Severity) -> Level<'static> {
 /// one-based first line number.
 fn window<'t>(text: &'t str, lines: &LineIndex, range: TextRange) -> (&'t str, usize, usize) {
     let first = lines.line_of(range.start).saturating_sub(CONTEXT_LINES);
-    let last = (lines.line_of(range.end) + CONTEXT_LINES).min(lines.line_count() - 1);
+    // The empty "line" after a final newline is not shown as context.
+    let mut last_line = lines.line_count() - 1;
+    if last_line > 0 && lines.line_start(last_line) == text.len() {
+        last_line -= 1;
+    }
+    let last = (lines.line_of(range.end) + CONTEXT_LINES).min(last_line).max(lines.line_of(range.end));
     let start = lines.line_start(first);
     let end = lines.line_range(text, last).end;
     (&text[start..end], start, first + 1)
