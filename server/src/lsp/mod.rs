@@ -15,5 +15,7 @@ pub mod position;
 pub mod server;
 pub mod session;
 pub mod settings;
+#[cfg(test)]
+pub mod testing;
 
 pub use server::{Server, serve};

@@ -178,3 +178,31 @@ mod tests {
         assert!(!requested(Some(&[CodeActionKind::SOURCE]), &CodeActionKind::QUICKFIX));
     }
 }
+
+#[cfg(test)]
+mod protocol_tests {
+    use serde_json::json;
+
+    use crate::lsp::testing::{TestClient, basic_capabilities, position, uri};
+
+    #[tokio::test]
+    async fn nothing_to_fix_means_no_actions_and_bad_ranges_are_errors() {
+        let (mut client, _) = TestClient::start(basic_capabilities(), json!({})).await;
+        let file = uri("clean.py");
+        client.open(&file, "import torch\n").await;
+        let request = |only: serde_json::Value, end_line| {
+            json!({
+                "textDocument": {"uri": file},
+                "range": {"start": position(0, 0), "end": position(end_line, 0)},
+                "context": {"diagnostics": [], "only": only}
+            })
+        };
+        let fix_all = client.request("textDocument/codeAction", request(json!(["source.fixAll"]), 0)).await.unwrap();
+        assert_eq!(fix_all, json!([]), "fix-all offers nothing when nothing changes");
+        let quick = client.request("textDocument/codeAction", request(json!(["quickfix"]), 0)).await.unwrap();
+        assert_eq!(quick, json!(null));
+        let error = client.request("textDocument/codeAction", request(json!(["source.fixAll"]), 40)).await.unwrap_err();
+        assert_eq!(error["code"], -32602);
+        client.shutdown().await;
+    }
+}

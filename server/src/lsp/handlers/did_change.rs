@@ -126,3 +126,66 @@ mod tests {
         assert_eq!(open.document.text(), "a\n");
     }
 }
+
+#[cfg(test)]
+mod protocol_tests {
+    use serde_json::json;
+
+    use crate::lsp::testing::{TestClient, basic_capabilities, position, uri};
+
+    fn edit(file: &str, version: i64, start: (u32, u32), end: (u32, u32), text: &str) -> serde_json::Value {
+        json!({
+            "textDocument": {"uri": file, "version": version},
+            "contentChanges": [{"range": {"start": position(start.0, start.1), "end": position(end.0, end.1)}, "text": text}]
+        })
+    }
+
+    #[tokio::test]
+    async fn incremental_edits_update_diagnostics_per_version() {
+        let (mut client, _) = TestClient::start(basic_capabilities(), json!({"showSyntaxErrors": true})).await;
+        let file = uri("train.py");
+        client.open(&file, "# 注释\nx = 1\n").await;
+        assert!(client.diagnostics(&file, 1).await.is_empty());
+
+        // Break line 1 after a CJK comment line: the range must be in UTF-16 units of line 1.
+        client.notify("textDocument/didChange", edit(&file, 2, (1, 5), (1, 5), " +")).await;
+        let broken = client.diagnostics(&file, 2).await;
+        assert_eq!(broken.len(), 1, "{broken:#?}");
+        assert_eq!(broken[0]["range"]["start"]["line"], 1);
+
+        client.notify("textDocument/didChange", edit(&file, 3, (1, 5), (1, 7), "")).await;
+        assert!(client.diagnostics(&file, 3).await.is_empty());
+        client.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn a_burst_of_edits_ends_with_diagnostics_for_the_last_version() {
+        let (mut client, _) = TestClient::start(basic_capabilities(), json!({"showSyntaxErrors": true})).await;
+        let file = uri("burst.py");
+        client.open(&file, "x = 1\n").await;
+        for version in 2..=40 {
+            let text = if version % 2 == 0 { "(" } else { ")" };
+            let column = (version - 2) as u32;
+            client.notify("textDocument/didChange", edit(&file, version, (0, 5 + column), (0, 5 + column), text)).await;
+        }
+        // 39 edits: 20 "(" and 19 ")", so the final text is unbalanced.
+        let last = client.diagnostics(&file, 40).await;
+        assert!(!last.is_empty());
+        let versions: Vec<i64> = client
+            .received("textDocument/publishDiagnostics")
+            .iter()
+            .filter_map(|m| m["params"]["version"].as_i64())
+            .collect();
+        assert!(versions.windows(2).all(|w| w[0] < w[1]), "published out of order: {versions:?}");
+        client.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn a_change_to_an_unknown_document_is_logged_and_the_server_goes_on() {
+        let (mut client, _) = TestClient::start(basic_capabilities(), json!({})).await;
+        client.notify("textDocument/didChange", edit(&uri("nope.py"), 2, (0, 0), (0, 0), "x")).await;
+        let log = client.wait_for(|m| m["method"] == "window/logMessage").await;
+        assert!(log["params"]["message"].as_str().unwrap().contains("not open"), "{log}");
+        client.shutdown().await;
+    }
+}

@@ -28,3 +28,35 @@ async fn pull_settings(context: &ServerContext) -> Value {
         _ => Value::Null,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::lsp::testing::{TestClient, basic_capabilities, uri};
+
+    #[tokio::test]
+    async fn new_settings_republish_open_documents() {
+        let (mut client, _) = TestClient::start(basic_capabilities(), json!({"showSyntaxErrors": true})).await;
+        let file = uri("config.py");
+        client.open(&file, "x = (\n").await;
+        assert_eq!(client.diagnostics(&file, 1).await.len(), 1);
+        client
+            .notify("workspace/didChangeConfiguration", json!({"settings": {"culint": {"showSyntaxErrors": false}}}))
+            .await;
+        assert_eq!(client.diagnostics(&file, 1).await, Vec::<serde_json::Value>::new());
+        client.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn null_settings_are_pulled_from_the_client() {
+        let (mut client, _) = TestClient::start(basic_capabilities(), json!({})).await;
+        client.configuration = json!({"showSyntaxErrors": true});
+        let file = uri("pulled.py");
+        client.open(&file, "x = (\n").await;
+        assert!(client.diagnostics(&file, 1).await.is_empty());
+        client.notify("workspace/didChangeConfiguration", json!({"settings": null})).await;
+        assert_eq!(client.diagnostics(&file, 1).await.len(), 1);
+        client.shutdown().await;
+    }
+}

@@ -18,3 +18,24 @@ pub async fn did_change_watched_files(context: &ServerContext, params: DidChange
     context.log(MessageType::INFO, format!("culint: configuration changed ({}); re-linting", changed.join(", "))).await;
     context.refresh_diagnostics().await;
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::lsp::testing::{TestClient, basic_capabilities, uri};
+
+    #[tokio::test]
+    async fn a_changed_config_file_relints_open_documents() {
+        let (mut client, _) = TestClient::start(basic_capabilities(), json!({"showSyntaxErrors": true})).await;
+        let file = uri("watched.py");
+        client.open(&file, "x = (\n").await;
+        assert_eq!(client.diagnostics(&file, 1).await.len(), 1);
+        let changes = json!({"changes": [{"uri": uri("culint.toml"), "type": 2}]});
+        client.notify("workspace/didChangeWatchedFiles", changes).await;
+        assert_eq!(client.diagnostics(&file, 1).await.len(), 1, "published again after the change");
+        let log = client.wait_for(|m| m["method"] == "window/logMessage").await;
+        assert!(log["params"]["message"].as_str().unwrap().contains("culint.toml"), "{log}");
+        client.shutdown().await;
+    }
+}

@@ -16,3 +16,24 @@ pub async fn did_close(context: &ServerContext, params: DidCloseTextDocumentPara
         context.clear_diagnostics(uri).await;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::lsp::testing::{TestClient, basic_capabilities, uri};
+
+    #[tokio::test]
+    async fn closing_clears_pushed_diagnostics() {
+        let (mut client, _) = TestClient::start(basic_capabilities(), json!({"showSyntaxErrors": true})).await;
+        let file = uri("close.py");
+        client.open(&file, "x = (\n").await;
+        assert_eq!(client.diagnostics(&file, 1).await.len(), 1);
+        client.notify("textDocument/didClose", json!({"textDocument": {"uri": file}})).await;
+        let cleared = client
+            .wait_for(|m| m["method"] == "textDocument/publishDiagnostics" && m["params"]["version"].is_null())
+            .await;
+        assert_eq!(cleared["params"]["diagnostics"], json!([]));
+        client.shutdown().await;
+    }
+}

@@ -19,3 +19,23 @@ pub async fn did_open(context: &ServerContext, params: DidOpenTextDocumentParams
         context.spawn_publish(item.uri);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::lsp::testing::{TestClient, basic_capabilities, uri};
+
+    #[tokio::test]
+    async fn opening_a_file_pushes_its_diagnostics_for_that_version() {
+        let (mut client, _) = TestClient::start(basic_capabilities(), json!({"showSyntaxErrors": true})).await;
+        let file = uri("broken.py");
+        client.open(&file, "# 显存 😀\nx = (1,\n").await;
+        let diagnostics = client.diagnostics(&file, 1).await;
+        assert_eq!(diagnostics.len(), 1, "{diagnostics:#?}");
+        assert_eq!(diagnostics[0]["source"], "culint");
+        assert_eq!(diagnostics[0]["code"], "syntax-error");
+        assert_eq!(diagnostics[0]["severity"], 1);
+        client.shutdown().await;
+    }
+}

@@ -16,3 +16,33 @@ pub async fn execute_command(context: &ServerContext, params: ExecuteCommandPara
         ))),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::lsp::testing::{TestClient, basic_capabilities, uri};
+
+    #[tokio::test]
+    async fn unknown_commands_and_documents_are_errors() {
+        let (mut client, _) = TestClient::start(basic_capabilities(), json!({})).await;
+        let error = client.request("workspace/executeCommand", json!({"command": "culint.nope"})).await.unwrap_err();
+        assert!(error["message"].as_str().unwrap().contains("culint.applyAllFixes"), "{error}");
+        let unknown = json!({"command": "culint.applyAllFixes", "arguments": [uri("closed.py")]});
+        assert_eq!(client.request("workspace/executeCommand", unknown).await.unwrap_err()["code"], -32602);
+        client.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn apply_all_fixes_on_a_clean_file_applies_nothing() {
+        let (mut client, _) = TestClient::start(basic_capabilities(), json!({})).await;
+        let file = uri("clean.py");
+        client.open(&file, "import torch\n").await;
+        let result = client
+            .request("workspace/executeCommand", json!({"command": "culint.applyAllFixes", "arguments": [file]}))
+            .await;
+        assert_eq!(result.unwrap(), json!({"applied": false, "fixes": 0}));
+        assert!(client.applied_edits.is_empty());
+        client.shutdown().await;
+    }
+}

@@ -140,3 +140,39 @@ mod tests {
         assert!(suppression_code_hover(text, &tree, text.find("x =").unwrap()).is_none());
     }
 }
+
+#[cfg(test)]
+mod protocol_tests {
+    use serde_json::json;
+
+    use crate::lsp::testing::{TestClient, basic_capabilities, position, uri};
+
+    #[tokio::test]
+    async fn hover_over_a_suppression_code_and_bad_positions() {
+        let (mut client, _) = TestClient::start(basic_capabilities(), json!({})).await;
+        let file = uri("hover.py");
+        client.open(&file, "# 显存\nx = 1  # culint: ignore[CUL999x]\n").await;
+        let hover = |line, character| json!({"textDocument": {"uri": file}, "position": position(line, character)});
+
+        let result = client.request("textDocument/hover", hover(1, 27)).await.unwrap();
+        assert_eq!(result["contents"]["kind"], "markdown");
+        assert!(result["contents"]["value"].as_str().unwrap().contains("`CUL999x` matches no culint rule"));
+        assert_eq!(result["range"], json!({"start": position(1, 24), "end": position(1, 31)}));
+
+        assert_eq!(client.request("textDocument/hover", hover(1, 0)).await.unwrap(), json!(null));
+
+        let past_end = client.request("textDocument/hover", hover(9, 3)).await.unwrap_err();
+        assert_eq!(past_end["code"], -32602);
+        assert!(past_end["message"].as_str().unwrap().contains("past the end"), "{past_end}");
+
+        let unknown = json!({"textDocument": {"uri": uri("other.py")}, "position": position(0, 0)});
+        assert_eq!(client.request("textDocument/hover", unknown).await.unwrap_err()["code"], -32602);
+
+        let malformed = json!({"textDocument": {"uri": file}, "position": {"line": "one"}});
+        assert_eq!(client.request("textDocument/hover", malformed).await.unwrap_err()["code"], -32602);
+
+        // Still serving after all of that.
+        assert!(client.request("textDocument/hover", hover(1, 27)).await.is_ok());
+        client.shutdown().await;
+    }
+}

@@ -81,3 +81,51 @@ fn capabilities(features: &ClientFeatures) -> ServerCapabilities {
         ..ServerCapabilities::default()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::lsp::testing::{TestClient, basic_capabilities};
+
+    #[tokio::test]
+    async fn picks_utf8_when_offered_and_utf16_otherwise() {
+        let mut capabilities = basic_capabilities();
+        capabilities["general"]["positionEncodings"] = json!(["utf-32", "utf-8", "utf-16"]);
+        let (client, result) = TestClient::start(capabilities, json!({})).await;
+        assert_eq!(result["capabilities"]["positionEncoding"], "utf-8");
+        client.shutdown().await;
+
+        let mut capabilities = basic_capabilities();
+        capabilities.as_object_mut().unwrap().remove("general");
+        let (client, result) = TestClient::start(capabilities, json!({})).await;
+        assert_eq!(result["capabilities"]["positionEncoding"], "utf-16");
+        client.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn announces_incremental_sync_actions_hover_and_commands() {
+        let (client, result) = TestClient::start(basic_capabilities(), json!({})).await;
+        let capabilities = &result["capabilities"];
+        assert_eq!(capabilities["textDocumentSync"]["change"], 2);
+        assert_eq!(capabilities["codeActionProvider"]["codeActionKinds"], json!(["quickfix", "source.fixAll.culint"]));
+        assert_eq!(capabilities["hoverProvider"], true);
+        assert!(
+            capabilities["executeCommandProvider"]["commands"]
+                .as_array()
+                .unwrap()
+                .contains(&json!("culint.applyAllFixes"))
+        );
+        assert!(capabilities.get("diagnosticProvider").is_none(), "a push client gets no pull capability");
+        assert_eq!(result["serverInfo"]["name"], "culint");
+        client.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn a_second_initialize_is_refused() {
+        let (mut client, _) = TestClient::start(basic_capabilities(), json!({})).await;
+        let error = client.request("initialize", json!({"capabilities": {}})).await.unwrap_err();
+        assert_eq!(error["code"], -32600);
+        client.shutdown().await;
+    }
+}

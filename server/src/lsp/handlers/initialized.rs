@@ -48,3 +48,35 @@ pub async fn initialized(context: &ServerContext, _params: InitializedParams) {
             .await;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::lsp::testing::{TestClient, basic_capabilities};
+
+    #[tokio::test]
+    async fn registers_watchers_for_configuration_files() {
+        let (mut client, _) = TestClient::start(basic_capabilities(), json!({})).await;
+        let registration = client.wait_for(|m| m["method"] == "client/registerCapability").await;
+        let registered = &registration["params"]["registrations"][0];
+        assert_eq!(registered["method"], "workspace/didChangeWatchedFiles");
+        let globs: Vec<&str> = registered["registerOptions"]["watchers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["globPattern"].as_str().unwrap())
+            .collect();
+        assert_eq!(globs, ["**/pyproject.toml", "**/culint.toml"]);
+        client.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn invalid_settings_are_reported_to_the_user() {
+        let (mut client, _) = TestClient::start(basic_capabilities(), json!({"unsafeFixes": "yes"})).await;
+        let message = client.wait_for(|m| m["method"] == "window/showMessage").await;
+        assert_eq!(message["params"]["type"], 2);
+        assert!(message["params"]["message"].as_str().unwrap().contains("culint settings are not valid"), "{message}");
+        client.shutdown().await;
+    }
+}
