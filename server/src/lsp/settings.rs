@@ -51,16 +51,25 @@ impl ClientSettings {
             other => other,
         };
         let mut problems = Vec::new();
-        let settings = match Self::deserialize(value) {
-            Ok(settings) => settings,
-            Err(error) => {
-                problems.push(SettingsProblem(format!(
-                    "culint settings are not valid and were ignored: {error}. Expected an object such as \
-                     {{\"select\": [\"CUL2\"], \"ignore\": [\"CUL503\"], \"unsafeFixes\": false}}"
-                )));
-                return (Self::default(), problems);
-            }
+        let Value::Object(entries) = value else {
+            problems.push(SettingsProblem(format!(
+                "culint settings must be an object such as {{\"select\": [\"CUL2\"], \"unsafeFixes\": false}}, not `{value}`; \
+                 using the defaults"
+            )));
+            return (Self::default(), problems);
         };
+        // Check each key on its own, so one mistyped value costs only that setting.
+        let mut usable = serde_json::Map::new();
+        for (key, entry) in entries {
+            let alone = Value::Object(serde_json::Map::from_iter([(key.clone(), entry.clone())]));
+            match Self::deserialize(&alone) {
+                Ok(_) => {
+                    usable.insert(key.clone(), entry.clone());
+                }
+                Err(error) => problems.push(SettingsProblem(format!("culint setting `{key}` was ignored: {error}"))),
+            }
+        }
+        let settings = Self::deserialize(Value::Object(usable)).unwrap_or_default();
         for (key, selectors) in
             [("select", settings.select.as_deref().unwrap_or_default()), ("ignore", &settings.ignore)]
         {
@@ -130,11 +139,14 @@ mod tests {
     }
 
     #[test]
-    fn malformed_settings_fall_back_to_defaults_with_a_reason() {
-        let (settings, problems) = ClientSettings::from_value(&json!({"select": "CUL2"}));
-        assert_eq!(settings, ClientSettings::default());
+    fn a_malformed_setting_is_dropped_alone_with_a_reason() {
+        let (settings, problems) = ClientSettings::from_value(&json!({"select": "CUL2", "unsafeFixes": true}));
+        assert_eq!(settings, ClientSettings { unsafe_fixes: true, ..ClientSettings::default() });
         assert_eq!(problems.len(), 1);
-        assert!(problems[0].0.contains("not valid"), "{problems:?}");
+        assert!(problems[0].0.starts_with("culint setting `select` was ignored: invalid type"), "{problems:?}");
+        let (settings, problems) = ClientSettings::from_value(&json!(["CUL2"]));
+        assert_eq!(settings, ClientSettings::default());
+        assert!(problems[0].0.contains("must be an object"), "{problems:?}");
     }
 
     #[test]
@@ -145,6 +157,19 @@ mod tests {
         let messages: Vec<&str> = problems.iter().map(|p| p.0.as_str()).collect();
         assert!(messages.iter().any(|m| m.contains("`ignore`: `CUL999x` matches no rule")), "{messages:?}");
         assert!(messages.iter().any(|m| m.contains("`loud` is not a severity")), "{messages:?}");
+    }
+
+    #[test]
+    fn select_ignore_and_severity_shape_the_lint_settings() {
+        let value =
+            json!({"select": ["CUL2"], "ignore": ["empty-cache-before-release"], "severity": {"CUL2": "error"}});
+        let (settings, problems) = ClientSettings::from_value(&value);
+        assert!(problems.is_empty(), "{problems:?}");
+        let lint = settings.apply_to(LintSettings::default());
+        let codes: Vec<&str> = lint.rules.iter().map(|r| r.code).collect();
+        assert!(codes.contains(&"CUL201") && !codes.contains(&"CUL202"), "{codes:?}");
+        assert_eq!(lint.severities.get("CUL201"), Some(&Severity::Error));
+        assert_eq!(lint.severities.get("CUL202"), Some(&Severity::Error));
     }
 
     #[test]

@@ -201,3 +201,46 @@ pub fn uri(name: &str) -> String {
 pub fn position(line: u32, character: u32) -> Value {
     json!({"line": line, "character": character})
 }
+
+/// A training script with one safe fix (CUL202, line 4) and one unsafe fix (CUL201, line 10),
+/// behind a CJK comment and an emoji so UTF-16 and UTF-8 columns differ.
+pub const TRAINING_SCRIPT: &str = "import torch
+
+# 显存 cleanup 😀
+def release(model):
+    torch.cuda.empty_cache()
+    del model
+
+for batch in loader:
+    loss = model(batch)
+    loss.backward()
+    torch.cuda.empty_cache()
+";
+
+/// Apply LSP text edits (in `encoding`) to `text`, as a client would: all ranges refer to the
+/// text before any edit.
+pub fn apply_text_edits(text: &str, edits: &[Value], encoding: crate::lsp::position::PositionEncoding) -> String {
+    let mapper = crate::lsp::position::PositionMapper::new(text, encoding);
+    let mut byte_edits: Vec<(crate::text::TextRange, String)> = edits
+        .iter()
+        .map(|edit| {
+            let range = serde_json::from_value(edit["range"].clone()).expect("an LSP range");
+            (mapper.text_range(range).expect("edit inside the text"), edit["newText"].as_str().unwrap().to_owned())
+        })
+        .collect();
+    byte_edits.sort_by_key(|(range, _)| std::cmp::Reverse(range.start));
+    let mut out = text.to_owned();
+    for (range, new_text) in byte_edits {
+        out.replace_range(range.start..range.end, &new_text);
+    }
+    out
+}
+
+/// The text edits of a workspace edit for one document, whichever shape it has.
+pub fn edits_of(workspace_edit: &Value) -> Vec<Value> {
+    if let Some(changes) = workspace_edit["documentChanges"].as_array() {
+        return changes[0]["edits"].as_array().cloned().unwrap_or_default();
+    }
+    let changes = workspace_edit["changes"].as_object().expect("changes or documentChanges");
+    changes.values().next().and_then(Value::as_array).cloned().unwrap_or_default()
+}

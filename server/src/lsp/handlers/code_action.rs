@@ -183,7 +183,125 @@ mod tests {
 mod protocol_tests {
     use serde_json::json;
 
-    use crate::lsp::testing::{TestClient, basic_capabilities, position, uri};
+    use crate::lsp::position::PositionEncoding;
+    use crate::lsp::testing::{
+        TRAINING_SCRIPT, TestClient, apply_text_edits, basic_capabilities, edits_of, position, uri,
+    };
+
+    fn actions_request(file: &str, diagnostics: &[serde_json::Value], only: serde_json::Value) -> serde_json::Value {
+        let range =
+            diagnostics.first().map_or(json!({"start": position(0, 0), "end": position(0, 0)}), |d| d["range"].clone());
+        json!({"textDocument": {"uri": file}, "range": range, "context": {"diagnostics": diagnostics, "only": only}})
+    }
+
+    fn by_code<'a>(diagnostics: &'a [serde_json::Value], code: &str) -> &'a serde_json::Value {
+        diagnostics.iter().find(|d| d["code"] == code).unwrap_or_else(|| panic!("no {code} in {diagnostics:#?}"))
+    }
+
+    #[tokio::test]
+    async fn quick_fixes_come_from_diagnostic_data() {
+        let (mut client, _) = TestClient::start(basic_capabilities(), json!({})).await;
+        let file = uri("train.py");
+        client.open(&file, TRAINING_SCRIPT).await;
+        let diagnostics = client.diagnostics(&file, 1).await;
+        let codes: Vec<&str> = diagnostics.iter().map(|d| d["code"].as_str().unwrap()).collect();
+        assert_eq!(codes, ["CUL202", "CUL201"]);
+        let cul202 = by_code(&diagnostics, "CUL202");
+        assert_eq!(
+            cul202["codeDescription"]["href"],
+            "https://github.com/culint/culint/blob/main/docs/rules/CUL202.md"
+        );
+
+        let actions = client
+            .request("textDocument/codeAction", actions_request(&file, std::slice::from_ref(cul202), json!(null)))
+            .await
+            .unwrap();
+        let titles: Vec<&str> = actions.as_array().unwrap().iter().map(|a| a["title"].as_str().unwrap()).collect();
+        assert_eq!(
+            titles,
+            [
+                "Move `empty_cache()` after the memory is released",
+                "Disable CUL202 for this line",
+                "culint: Fix all auto-fixable problems"
+            ]
+        );
+        let fix = &actions[0];
+        assert_eq!(fix["kind"], "quickfix");
+        assert_eq!(fix["isPreferred"], true);
+        assert_eq!(fix["edit"]["documentChanges"][0]["textDocument"]["version"], 1);
+        let fixed = apply_text_edits(TRAINING_SCRIPT, &edits_of(&fix["edit"]), PositionEncoding::Utf16);
+        assert!(fixed.contains("    del model\n    torch.cuda.empty_cache()\n"), "{fixed}");
+
+        let disabled = apply_text_edits(TRAINING_SCRIPT, &edits_of(&actions[1]["edit"]), PositionEncoding::Utf16);
+        assert!(
+            disabled.contains("    torch.cuda.empty_cache()  # culint: ignore[CUL202]\n    del model"),
+            "{disabled}"
+        );
+
+        let cul201 = by_code(&diagnostics, "CUL201");
+        let actions = client
+            .request(
+                "textDocument/codeAction",
+                actions_request(&file, std::slice::from_ref(cul201), json!(["quickfix"])),
+            )
+            .await
+            .unwrap();
+        assert_eq!(actions[0]["title"], "Move `empty_cache()` after the step loop (unsafe)");
+        assert_eq!(actions[0]["isPreferred"], false);
+        assert_eq!(actions.as_array().unwrap().len(), 2, "quick fix and disable; no fix-all under `only: quickfix`");
+        client.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn stale_diagnostic_data_falls_back_to_a_fresh_lint() {
+        let (mut client, _) = TestClient::start(basic_capabilities(), json!({})).await;
+        let file = uri("stale.py");
+        client.open(&file, TRAINING_SCRIPT).await;
+        let diagnostics = client.diagnostics(&file, 1).await;
+        // Insert a line at the top: the version-1 fix offsets are now wrong by one line.
+        let change = json!({
+            "textDocument": {"uri": file, "version": 2},
+            "contentChanges": [{"range": {"start": position(0, 0), "end": position(0, 0)}, "text": "import gc\n"}]
+        });
+        client.notify("textDocument/didChange", change).await;
+        let fresh = client.diagnostics(&file, 2).await;
+        let mut stale = by_code(&diagnostics, "CUL202").clone();
+        stale["range"] = by_code(&fresh, "CUL202")["range"].clone();
+        let actions = client
+            .request("textDocument/codeAction", actions_request(&file, &[stale], json!(["quickfix"])))
+            .await
+            .unwrap();
+        assert_eq!(actions[0]["edit"]["documentChanges"][0]["textDocument"]["version"], 2);
+        let current = format!("import gc\n{TRAINING_SCRIPT}");
+        let fixed = apply_text_edits(&current, &edits_of(&actions[0]["edit"]), PositionEncoding::Utf16);
+        assert!(fixed.starts_with("import gc\nimport torch\n"), "{fixed}");
+        assert!(fixed.contains("    del model\n    torch.cuda.empty_cache()\n"), "{fixed}");
+        client.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn fix_all_applies_safe_fixes_unless_unsafe_fixes_is_on() {
+        for (unsafe_fixes, moves_step_loop_call) in [(false, false), (true, true)] {
+            let mut capabilities = basic_capabilities();
+            capabilities["general"]["positionEncodings"] = json!(["utf-8"]);
+            let (mut client, _) = TestClient::start(capabilities, json!({"unsafeFixes": unsafe_fixes})).await;
+            let file = uri("fixall.py");
+            client.open(&file, TRAINING_SCRIPT).await;
+            let actions = client
+                .request("textDocument/codeAction", actions_request(&file, &[], json!(["source.fixAll"])))
+                .await
+                .unwrap();
+            assert_eq!(actions[0]["kind"], "source.fixAll.culint");
+            let fixed = apply_text_edits(TRAINING_SCRIPT, &edits_of(&actions[0]["edit"]), PositionEncoding::Utf8);
+            assert!(fixed.contains("    del model\n    torch.cuda.empty_cache()\n"), "{fixed}");
+            assert_eq!(
+                fixed.ends_with("    loss.backward()\ntorch.cuda.empty_cache()\n"),
+                moves_step_loop_call,
+                "{fixed}"
+            );
+            client.shutdown().await;
+        }
+    }
 
     #[tokio::test]
     async fn nothing_to_fix_means_no_actions_and_bad_ranges_are_errors() {

@@ -21,7 +21,31 @@ pub async fn execute_command(context: &ServerContext, params: ExecuteCommandPara
 mod tests {
     use serde_json::json;
 
-    use crate::lsp::testing::{TestClient, basic_capabilities, uri};
+    use crate::lsp::position::PositionEncoding;
+    use crate::lsp::testing::{TRAINING_SCRIPT, TestClient, apply_text_edits, basic_capabilities, edits_of, uri};
+
+    #[tokio::test]
+    async fn apply_all_fixes_sends_the_edit_to_the_client() {
+        let (mut client, _) = TestClient::start(basic_capabilities(), json!({})).await;
+        let file = uri("train.py");
+        client.open(&file, TRAINING_SCRIPT).await;
+        let result = client
+            .request(
+                "workspace/executeCommand",
+                json!({"command": "culint.applyAllFixes", "arguments": [{"uri": file}]}),
+            )
+            .await;
+        assert_eq!(result.unwrap(), json!({"applied": true, "fixes": 1}));
+        let fixed = apply_text_edits(TRAINING_SCRIPT, &edits_of(&client.applied_edits[0]), PositionEncoding::Utf16);
+        assert!(fixed.contains("    del model\n    torch.cuda.empty_cache()\n"), "{fixed}");
+
+        client.apply_edits = false;
+        let refused = client
+            .request("workspace/executeCommand", json!({"command": "culint.applyAllFixes", "arguments": [file]}))
+            .await;
+        assert_eq!(refused.unwrap(), json!({"applied": false, "fixes": 0}));
+        client.shutdown().await;
+    }
 
     #[tokio::test]
     async fn unknown_commands_and_documents_are_errors() {

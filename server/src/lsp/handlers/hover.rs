@@ -145,7 +145,43 @@ mod tests {
 mod protocol_tests {
     use serde_json::json;
 
-    use crate::lsp::testing::{TestClient, basic_capabilities, position, uri};
+    use crate::lsp::testing::{TRAINING_SCRIPT, TestClient, basic_capabilities, position, uri};
+
+    #[tokio::test]
+    async fn hover_over_a_finding_shows_the_rule_doc() {
+        let (mut client, _) = TestClient::start(basic_capabilities(), json!({})).await;
+        let file = uri("train.py");
+        client.open(&file, TRAINING_SCRIPT).await;
+        let result = client
+            .request("textDocument/hover", json!({"textDocument": {"uri": file}, "position": position(10, 12)}))
+            .await
+            .unwrap();
+        let markdown = result["contents"]["value"].as_str().unwrap();
+        assert!(markdown.starts_with("### CUL201 `empty-cache-in-step-loop`"), "{markdown}");
+        assert!(markdown.contains("## What it does"), "{markdown}");
+        assert_eq!(result["range"]["start"], position(10, 4));
+        let nothing = client
+            .request("textDocument/hover", json!({"textDocument": {"uri": file}, "position": position(8, 2)}))
+            .await
+            .unwrap();
+        assert_eq!(nothing, json!(null));
+        client.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn hover_over_codes_in_suppression_comments() {
+        let (mut client, _) = TestClient::start(basic_capabilities(), json!({})).await;
+        let file = uri("ignored.py");
+        client.open(&file, "# 😀\ntorch.cuda.empty_cache()  # culint: ignore[CUL202, CUL2]\n").await;
+        let hover = |character| json!({"textDocument": {"uri": file}, "position": position(1, character)});
+        let exact = client.request("textDocument/hover", hover(45)).await.unwrap();
+        assert!(exact["contents"]["value"].as_str().unwrap().starts_with("### CUL202 `empty-cache-before-release`"));
+        let prefix = client.request("textDocument/hover", hover(53)).await.unwrap();
+        let markdown = prefix["contents"]["value"].as_str().unwrap();
+        assert!(markdown.starts_with("`CUL2` covers 2 rules"), "{markdown}");
+        assert!(markdown.contains("- **CUL201** `empty-cache-in-step-loop`"), "{markdown}");
+        client.shutdown().await;
+    }
 
     #[tokio::test]
     async fn hover_over_a_suppression_code_and_bad_positions() {

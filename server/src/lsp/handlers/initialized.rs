@@ -76,7 +76,10 @@ mod tests {
         let (mut client, _) = TestClient::start(basic_capabilities(), json!({"unsafeFixes": "yes"})).await;
         let message = client.wait_for(|m| m["method"] == "window/showMessage").await;
         assert_eq!(message["params"]["type"], 2);
-        assert!(message["params"]["message"].as_str().unwrap().contains("culint settings are not valid"), "{message}");
+        assert!(
+            message["params"]["message"].as_str().unwrap().contains("culint setting `unsafeFixes` was ignored"),
+            "{message}"
+        );
         client.shutdown().await;
     }
 }
