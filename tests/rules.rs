@@ -11,8 +11,29 @@ use culint::lint::{LintContext, LintSettings, RuleSet, fix_text, lint, query_of}
 use culint::parse::{error_count, parse};
 use culint::rules::{DOC_HEADINGS, RULES, Rule};
 
-fn fixture_path(rule: &Rule) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(format!("{}.py", rule.code))
+/// A rule's fixtures: `tests/fixtures/CODE.py`, and every `.py` file under `tests/fixtures/CODE/`
+/// (rules that report once per file, and cross-file layouts, need several files).
+fn fixture_paths(rule: &Rule) -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let mut paths = Vec::new();
+    let single = root.join(format!("{}.py", rule.code));
+    if single.is_file() {
+        paths.push(single);
+    }
+    let mut stack = vec![root.join(rule.code)];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "py") {
+                paths.push(path);
+            }
+        }
+    }
+    paths.sort();
+    paths
 }
 
 /// A fixture may declare the hardware its hardware-aware rule sees:
@@ -57,27 +78,41 @@ fn marked_lines(text: &str, code: &str) -> BTreeSet<usize> {
 fn every_rule_flags_exactly_its_marked_lines() {
     let mut failures = Vec::new();
     for rule in RULES {
-        let path = fixture_path(rule);
-        let text = std::fs::read_to_string(&path)
-            .unwrap_or_else(|_| panic!("{} has no fixture at {}", rule.code, path.display()));
-        assert!(text.contains("# OK"), "{}: fixture needs an `# OK` section of near-misses", rule.code);
-        let expected = marked_lines(&text, rule.code);
-        assert!(!expected.is_empty(), "{}: fixture marks no line with `# error: {}`", rule.code, rule.code);
-        let tree = parse(&text, None);
-        let context = LintContext { path: Some(&path), project: None };
-        let diagnostics = lint(&text, &tree, context, &settings_for(rule, &text));
-        let index = culint::text::LineIndex::new(&text);
-        let flagged: BTreeSet<usize> = diagnostics.iter().map(|d| index.location(&text, d.range.start).row).collect();
-        if flagged != expected {
-            let missed: Vec<_> = expected.difference(&flagged).collect();
-            let extra: Vec<_> = flagged.difference(&expected).collect();
-            failures.push(format!("{}: missed lines {missed:?}, unexpected lines {extra:?}", rule.code));
-        }
-        for diagnostic in &diagnostics {
-            assert_eq!(diagnostic.code, rule.code);
-            if let Some(fix) = &diagnostic.fix {
-                assert!(!fix.title.trim().is_empty(), "{}: a fix without a title", rule.code);
-                assert!(!fix.edits.is_empty(), "{}: a fix without edits", rule.code);
+        let paths = fixture_paths(rule);
+        assert!(
+            !paths.is_empty(),
+            "{} has no fixture (tests/fixtures/{}.py or tests/fixtures/{}/)",
+            rule.code,
+            rule.code,
+            rule.code
+        );
+        let texts: Vec<String> = paths.iter().map(|p| std::fs::read_to_string(p).expect("fixture is UTF-8")).collect();
+        assert!(texts.iter().any(|t| t.contains("# OK")), "{}: fixtures need `# OK` near-misses", rule.code);
+        assert!(
+            texts.iter().any(|t| !marked_lines(t, rule.code).is_empty()),
+            "{}: no fixture marks a line with `# error: {}`",
+            rule.code,
+            rule.code
+        );
+        for (path, text) in paths.iter().zip(&texts) {
+            let expected = marked_lines(text, rule.code);
+            let tree = parse(text, None);
+            let context = LintContext { path: Some(path), project: None };
+            let diagnostics = lint(text, &tree, context, &settings_for(rule, text));
+            let index = culint::text::LineIndex::new(text);
+            let flagged: BTreeSet<usize> =
+                diagnostics.iter().map(|d| index.location(text, d.range.start).row).collect();
+            if flagged != expected {
+                let missed: Vec<_> = expected.difference(&flagged).collect();
+                let extra: Vec<_> = flagged.difference(&expected).collect();
+                failures.push(format!("{}: missed lines {missed:?}, unexpected lines {extra:?}", path.display()));
+            }
+            for diagnostic in &diagnostics {
+                assert_eq!(diagnostic.code, rule.code);
+                if let Some(fix) = &diagnostic.fix {
+                    assert!(!fix.title.trim().is_empty(), "{}: a fix without a title", rule.code);
+                    assert!(!fix.edits.is_empty(), "{}: a fix without edits", rule.code);
+                }
             }
         }
     }
@@ -132,33 +167,35 @@ fn registry_codes_and_names_are_unique_and_well_formed() {
 #[test]
 fn fixes_parse_converge_and_match_snapshots() {
     for rule in RULES {
-        let path = fixture_path(rule);
-        let Ok(text) = std::fs::read_to_string(&path) else { continue };
-        let settings = settings_for(rule, &text);
-        let context = LintContext { path: Some(&path), project: None };
-        let before_errors = error_count(&parse(&text, None));
-        let outcome = fix_text(&text, context, &settings, Applicability::Unsafe);
-        assert!(!outcome.refused_unparsable, "{}: a fix pass made the file parse worse", rule.code);
-        let after = parse(&outcome.text, None);
-        assert!(error_count(&after) <= before_errors, "{}: fixed text has new syntax errors", rule.code);
-        assert_python_accepts(&outcome.text, rule.code);
-        let again = fix_text(&outcome.text, context, &settings, Applicability::Unsafe);
-        assert_eq!(again.fixed, 0, "{}: a second fix pass still changed the text", rule.code);
-        assert_eq!(again.text, outcome.text, "{}: fixes do not reach a fixed point", rule.code);
-        if outcome.fixed > 0 {
-            let diff = similar::TextDiff::from_lines(&text, &outcome.text)
-                .unified_diff()
-                .context_radius(2)
-                .header("before", "after")
-                .to_string();
-            insta::assert_snapshot!(format!("{}_fix", rule.code), diff);
+        for path in fixture_paths(rule) {
+            let text = std::fs::read_to_string(&path).expect("fixture is UTF-8");
+            let settings = settings_for(rule, &text);
+            let context = LintContext { path: Some(&path), project: None };
+            let before_errors = error_count(&parse(&text, None));
+            let outcome = fix_text(&text, context, &settings, Applicability::Unsafe);
+            assert!(!outcome.refused_unparsable, "{}: a fix pass made the file parse worse", path.display());
+            let after = parse(&outcome.text, None);
+            assert!(error_count(&after) <= before_errors, "{}: fixed text has new syntax errors", path.display());
+            assert_python_accepts(&outcome.text, &path);
+            let again = fix_text(&outcome.text, context, &settings, Applicability::Unsafe);
+            assert_eq!(again.fixed, 0, "{}: a second fix pass still changed the text", path.display());
+            assert_eq!(again.text, outcome.text, "{}: fixes do not reach a fixed point", path.display());
+            if outcome.fixed > 0 {
+                let diff = similar::TextDiff::from_lines(&text, &outcome.text)
+                    .unified_diff()
+                    .context_radius(2)
+                    .header("before", "after")
+                    .to_string();
+                let name = path.strip_prefix(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")).unwrap();
+                insta::assert_snapshot!(format!("fix__{}", name.display().to_string().replace(['/', '.'], "_")), diff);
+            }
         }
     }
 }
 
 /// tree-sitter recovers from some errors that Python rejects (a block left without a body), so
 /// fixed text is also checked by Python's own parser.
-fn assert_python_accepts(text: &str, code: &str) {
+fn assert_python_accepts(text: &str, path: &Path) {
     let mut child = std::process::Command::new("python3")
         .args(["-c", "import ast, sys; ast.parse(sys.stdin.read())"])
         .stdin(std::process::Stdio::piped())
@@ -170,7 +207,8 @@ fn assert_python_accepts(text: &str, code: &str) {
     let output = child.wait_with_output().expect("python3 runs");
     assert!(
         output.status.success(),
-        "{code}: Python rejects the fixed text: {}",
+        "{}: Python rejects the fixed text: {}",
+        path.display(),
         String::from_utf8_lossy(&output.stderr)
     );
 }

@@ -20,6 +20,7 @@ use tree_sitter::{Node, Tree};
 
 use crate::lint::LintContext;
 use crate::project::ProjectLookup;
+pub use contexts::with_items as contexts_with_items;
 pub use frameworks::Frameworks;
 use imports::Imports;
 pub use loops::{LoopInfo, LoopKind};
@@ -293,4 +294,47 @@ pub fn crosses_boundary(node: Node<'_>, top: Node<'_>) -> bool {
         current = n.parent();
     }
     false
+}
+
+impl<'a> Model<'a> {
+    /// Whether a plain name is bound where `at` runs: a parameter of the enclosing function, an
+    /// assignment earlier in that function, or a module-level assignment or import.
+    pub fn is_visible_at(&self, name: &str, at: Node<'_>) -> bool {
+        let function = ast::enclosing_function(at);
+        if let Some(function) = function
+            && let Some(parameters) = function.child_by_field_name("parameters")
+        {
+            let mut cursor = parameters.walk();
+            let is_parameter = parameters.named_children(&mut cursor).any(|p| {
+                let name_node = match p.kind() {
+                    "identifier" => Some(p),
+                    _ => p.child_by_field_name("name").or_else(|| p.named_child(0)),
+                };
+                name_node.is_some_and(|n| n.kind() == "identifier" && self.node_text(n) == name)
+            });
+            if is_parameter {
+                return true;
+            }
+        }
+        if self.imports.binding(name).is_some() {
+            return true;
+        }
+        self.assignments_to(name).iter().any(|assignment| {
+            let scope = ast::enclosing_function(*assignment);
+            match (scope, function) {
+                (None, _) => true,
+                (Some(s), Some(f)) => s.id() == f.id() && ast::precedes(*assignment, at),
+                (Some(_), None) => false,
+            }
+        })
+    }
+}
+
+impl<'a> Model<'a> {
+    /// Every assignment target with its assignments, in a stable order.
+    pub fn assignment_targets(&self) -> Vec<(&'a str, &[Node<'a>])> {
+        let mut targets: Vec<_> = self.assignments.iter().map(|(k, v)| (*k, v.as_slice())).collect();
+        targets.sort_by_key(|(_, v)| v.first().map(|n| n.start_byte()));
+        targets
+    }
 }
