@@ -203,7 +203,8 @@ pub fn position(line: u32, character: u32) -> Value {
 }
 
 /// A training script with one safe fix (CUL202, line 4) and one unsafe fix (CUL201, line 10),
-/// behind a CJK comment and an emoji so UTF-16 and UTF-8 columns differ.
+/// behind a CJK comment and an emoji so UTF-16 and UTF-8 columns differ. Tests select `CUL2`,
+/// so rules added later (CUL302 also fires here) do not change what they see.
 pub const TRAINING_SCRIPT: &str = "import torch
 
 # 显存 cleanup 😀

@@ -200,7 +200,7 @@ mod protocol_tests {
 
     #[tokio::test]
     async fn quick_fixes_come_from_diagnostic_data() {
-        let (mut client, _) = TestClient::start(basic_capabilities(), json!({})).await;
+        let (mut client, _) = TestClient::start(basic_capabilities(), json!({"select": ["CUL2"]})).await;
         let file = uri("train.py");
         client.open(&file, TRAINING_SCRIPT).await;
         let diagnostics = client.diagnostics(&file, 1).await;
@@ -254,7 +254,7 @@ mod protocol_tests {
 
     #[tokio::test]
     async fn stale_diagnostic_data_falls_back_to_a_fresh_lint() {
-        let (mut client, _) = TestClient::start(basic_capabilities(), json!({})).await;
+        let (mut client, _) = TestClient::start(basic_capabilities(), json!({"select": ["CUL2"]})).await;
         let file = uri("stale.py");
         client.open(&file, TRAINING_SCRIPT).await;
         let diagnostics = client.diagnostics(&file, 1).await;
@@ -284,7 +284,8 @@ mod protocol_tests {
         for (unsafe_fixes, moves_step_loop_call) in [(false, false), (true, true)] {
             let mut capabilities = basic_capabilities();
             capabilities["general"]["positionEncodings"] = json!(["utf-8"]);
-            let (mut client, _) = TestClient::start(capabilities, json!({"unsafeFixes": unsafe_fixes})).await;
+            let (mut client, _) =
+                TestClient::start(capabilities, json!({"select": ["CUL2"], "unsafeFixes": unsafe_fixes})).await;
             let file = uri("fixall.py");
             client.open(&file, TRAINING_SCRIPT).await;
             let actions = client

@@ -26,7 +26,7 @@ mod tests {
 
     #[tokio::test]
     async fn apply_all_fixes_sends_the_edit_to_the_client() {
-        let (mut client, _) = TestClient::start(basic_capabilities(), json!({})).await;
+        let (mut client, _) = TestClient::start(basic_capabilities(), json!({"select": ["CUL2"]})).await;
         let file = uri("train.py");
         client.open(&file, TRAINING_SCRIPT).await;
         let result = client

@@ -149,7 +149,7 @@ mod protocol_tests {
 
     #[tokio::test]
     async fn hover_over_a_finding_shows_the_rule_doc() {
-        let (mut client, _) = TestClient::start(basic_capabilities(), json!({})).await;
+        let (mut client, _) = TestClient::start(basic_capabilities(), json!({"select": ["CUL2"]})).await;
         let file = uri("train.py");
         client.open(&file, TRAINING_SCRIPT).await;
         let result = client
