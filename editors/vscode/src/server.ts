@@ -65,8 +65,14 @@ export class CulintServer implements vscode.Disposable {
   async stop(): Promise<void> {
     const client = this.client;
     this.client = undefined;
-    if (client && client.state !== State.Stopped) {
-      await client.stop();
+    if (client === undefined) {
+      return;
+    }
+    try {
+      // A client whose server never came up cannot be stopped, only disposed.
+      await (client.state === State.Running ? client.stop() : client.dispose());
+    } catch (error) {
+      this.output.warn(`stopping the culint server: ${errorMessage(error)}`);
     }
   }
 
