@@ -26,8 +26,8 @@ def parse_args():
 
 def main():
     args = parse_args()
-    dist.init_process_group("nccl")
     local_rank = int(os.environ["LOCAL_RANK"])
+    dist.init_process_group("nccl")
 
     tokenizer = AutoTokenizer.from_pretrained(args.model)
     model = AutoModelForCausalLM.from_pretrained(args.model)
