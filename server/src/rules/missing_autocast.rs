@@ -126,7 +126,8 @@ fn file_uses_reduced_precision(model: &Model<'_>) -> bool {
     model.calls.iter().any(|call| {
         let dtype =
             ast::keyword_arg(*call, "torch_dtype", model.text).or_else(|| ast::keyword_arg(*call, "dtype", model.text));
-        let casts_model = match ast::callee_name(*call, model.text) {
+
+        match ast::callee_name(*call, model.text) {
             Some("to") => ast::positional_args(*call).iter().chain(dtype.iter()).any(|a| {
                 let text = model.node_text(*a);
                 text.contains("float16") || text.contains("bfloat16") || text.contains("torch.half")
@@ -134,8 +135,7 @@ fn file_uses_reduced_precision(model: &Model<'_>) -> bool {
             Some("from_pretrained" | "from_config" | "create_model") => dtype.is_some_and(is_16_bit),
             Some("set_default_dtype") => ast::positional_args(*call).first().is_some_and(|a| is_16_bit(*a)),
             _ => false,
-        };
-        casts_model
+        }
     })
 }
 

@@ -5,6 +5,7 @@ pub mod edits;
 mod empty_cache_before_release;
 mod empty_cache_in_step_loop;
 mod missing_autocast;
+mod missing_gradient_checkpointing;
 mod missing_set_device;
 
 use tree_sitter::Node;
@@ -74,6 +75,7 @@ pub static RULES: &[&Rule] = &[
     &missing_set_device::RULE,
     &empty_cache_in_step_loop::RULE,
     &empty_cache_before_release::RULE,
+    &missing_gradient_checkpointing::RULE,
     &missing_autocast::RULE,
 ];
 
