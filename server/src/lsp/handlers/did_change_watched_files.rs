@@ -64,7 +64,12 @@ mod tests {
         let changes = json!({"changes": [{"uri": uri("culint.toml"), "type": 2}]});
         client.notify("workspace/didChangeWatchedFiles", changes).await;
         assert_eq!(client.diagnostics(&file, 1).await.len(), 1, "published again after the change");
-        let log = client.wait_for(|m| m["method"] == "window/logMessage").await;
+        let log = client
+            .wait_for(|m| {
+                m["method"] == "window/logMessage"
+                    && m["params"]["message"].as_str().is_some_and(|text| text.contains("configuration changed"))
+            })
+            .await;
         assert!(log["params"]["message"].as_str().unwrap().contains("culint.toml"), "{log}");
         client.shutdown().await;
     }
