@@ -108,13 +108,16 @@ pub fn explain<'b>(text: &str, base: &'b Base, options: &ExplainOptions) -> Repo
     let entries = base.entries();
     let mut hits = Vec::new();
     for (stream_index, stream) in streams.iter().enumerate() {
-        for (entry_index, entry) in entries.iter().enumerate() {
-            let lines: BTreeSet<usize> = entry
-                .patterns
-                .iter()
-                .flat_map(|pattern| pattern.find_iter(&stream.text).map(|m| stream.line_index(m.start())))
-                .collect();
-            hits.extend(lines.into_iter().map(|line| Hit { stream: stream_index, line, entry: entry_index }));
+        // Patterns are matched line by line; the combined pattern finds the candidate lines.
+        let candidates: BTreeSet<usize> =
+            base.any_pattern().find_iter(&stream.text).map(|m| stream.line_index(m.start())).collect();
+        for line in candidates {
+            let text = stream.line(line);
+            for (entry_index, entry) in entries.iter().enumerate() {
+                if entry.matches(text) {
+                    hits.push(Hit { stream: stream_index, line, entry: entry_index });
+                }
+            }
         }
     }
 
@@ -173,9 +176,12 @@ pub fn explain<'b>(text: &str, base: &'b Base, options: &ExplainOptions) -> Repo
                 None => finding.undetermined = true,
             }
         }
-        for frame in traceback::frames_before(stream, hit.line) {
-            if !finding.frames.contains(&frame) {
-                finding.frames.push(frame);
+        // Repeats in one stream (an assertion printed by every GPU thread) share a traceback.
+        if !finding.occurrences.iter().any(|o| o.rank == stream.rank) {
+            for frame in traceback::frames_before(stream, hit.line) {
+                if !finding.frames.contains(&frame) {
+                    finding.frames.push(frame);
+                }
             }
         }
         finding.occurrences.push(Occurrence {
