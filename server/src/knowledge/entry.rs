@@ -19,6 +19,18 @@ pub enum Diagnosis {
 }
 
 impl Diagnosis {
+    /// What the diagnosis is called in prose.
+    pub fn label(self, lang: Lang) -> &'static str {
+        match (self, lang) {
+            (Diagnosis::GenuineShortage, Lang::En) => "genuine shortage",
+            (Diagnosis::GenuineShortage, Lang::Zh) => "真正的显存不足",
+            (Diagnosis::Fragmentation, Lang::En) => "fragmentation",
+            (Diagnosis::Fragmentation, Lang::Zh) => "碎片化",
+            (Diagnosis::OtherProcesses, Lang::En) => "other processes",
+            (Diagnosis::OtherProcesses, Lang::Zh) => "其他进程占用",
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Diagnosis::GenuineShortage => "genuine-shortage",
@@ -208,7 +220,13 @@ impl Entry {
         if !self.dead_ends.is_empty() {
             let _ = writeln!(out, "**{}**\n", Label::DeadEnds.text(lang));
             for dead_end in &self.dead_ends {
-                let _ = write!(out, "- **{}** {}", dead_end.claim.text(lang), dead_end.why.text(lang));
+                let _ = write!(
+                    out,
+                    "- **{}**{}{}",
+                    dead_end.claim.text(lang),
+                    lang.sentence_gap(),
+                    dead_end.why.text(lang)
+                );
                 if !dead_end.sources.is_empty() {
                     let _ = write!(out, " ({})", link_list(&dead_end.sources));
                 }

@@ -32,6 +32,14 @@ impl Lang {
         }
     }
 
+    /// What separates two sentences: a space in English, nothing in Chinese.
+    pub fn sentence_gap(self) -> &'static str {
+        match self {
+            Lang::En => " ",
+            Lang::Zh => "",
+        }
+    }
+
     /// The language for an editor or system locale: Chinese for any `zh` locale, English
     /// otherwise, since English is the language every entry is complete in.
     pub fn from_locale(locale: &str) -> Lang {
@@ -100,7 +108,7 @@ pub fn reflow(text: &str) -> String {
     out.trim_end().to_owned()
 }
 
-fn is_cjk(c: char) -> bool {
+pub fn is_cjk(c: char) -> bool {
     matches!(c, '\u{2E80}'..='\u{9FFF}' | '\u{F900}'..='\u{FAFF}' | '\u{FF00}'..='\u{FFEF}')
 }
 
