@@ -374,13 +374,13 @@ fn verdict(f: &OomFigures, other: &OtherMemory, diagnosis: Diagnosis, zh: bool) 
         Diagnosis::GenuineShortage if f.free >= f.requested => {
             if zh {
                 format!(
-                    "空闲的 {} 只比申请的 {} 多一点：CUDA 需要一整段连续空间外加余量，这么接近全部空闲显存的申请很难成功",
+                    "报告的空闲显存 {} 不少于所申请的 {}，申请却仍然失败：空闲量只是一个快照，而 CUDA 需要一整段连续空间外加余量",
                     b(f.free),
                     b(f.requested)
                 )
             } else {
                 format!(
-                    "the {} free is barely above the {} requested: CUDA needs one contiguous range plus headroom, so a request this close to all free memory fails",
+                    "the {} reported free is not less than the {} requested, yet the allocation failed: the free figure is a snapshot, and CUDA needs one contiguous range plus headroom",
                     b(f.free),
                     b(f.requested)
                 )
