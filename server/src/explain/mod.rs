@@ -18,7 +18,7 @@ mod render;
 pub mod streams;
 pub mod traceback;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::LazyLock;
 
@@ -52,6 +52,9 @@ pub struct Occurrence {
 #[derive(Debug)]
 pub struct Finding<'b> {
     pub entry: &'b Entry,
+    /// How many times the error was seen in all.
+    pub count: usize,
+    /// The first [`MAX_OCCURRENCES`] places it was seen.
     pub occurrences: Vec<Occurrence>,
     /// The ranks that reported it, sorted; empty when the log has no rank prefixes.
     pub ranks: Vec<String>,
@@ -93,6 +96,10 @@ pub fn explain_markdown(text: &str, lang: Lang) -> String {
 static CALL_SITE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"when calling `\s*([A-Za-z_]\w*)").expect("call-site pattern compiles"));
 
+/// Occurrences kept per finding: a device assertion can print one line per GPU thread, and a
+/// report listing a million of them helps nobody. `Finding::count` keeps the total.
+pub const MAX_OCCURRENCES: usize = 200;
+
 /// An out-of-memory message spans one line, but tools that wrap long lines split it; this many
 /// following lines are read for missing figures.
 const OOM_CONTINUATION_LINES: usize = 3;
@@ -112,11 +119,8 @@ pub fn explain<'b>(text: &str, base: &'b Base, options: &ExplainOptions) -> Repo
         let candidates: BTreeSet<usize> =
             base.any_pattern().find_iter(&stream.text).map(|m| stream.line_index(m.start())).collect();
         for line in candidates {
-            let text = stream.line(line);
-            for (entry_index, entry) in entries.iter().enumerate() {
-                if entry.matches(text) {
-                    hits.push(Hit { stream: stream_index, line, entry: entry_index });
-                }
+            for entry_index in base.entries_matching(stream.line(line)) {
+                hits.push(Hit { stream: stream_index, line, entry: entry_index });
             }
         }
     }
@@ -139,11 +143,13 @@ pub fn explain<'b>(text: &str, base: &'b Base, options: &ExplainOptions) -> Repo
 
     let mut findings: Vec<Finding<'b>> = Vec::new();
     let mut finding_of_entry: HashMap<usize, usize> = HashMap::new();
+    let mut traced_streams: HashSet<(usize, usize)> = HashSet::new();
     for hit in &hits {
         let stream = &streams[hit.stream];
         let position = *finding_of_entry.entry(hit.entry).or_insert_with(|| {
             findings.push(Finding {
                 entry: &entries[hit.entry],
+                count: 0,
                 occurrences: Vec::new(),
                 ranks: Vec::new(),
                 call_sites: Vec::new(),
@@ -177,18 +183,21 @@ pub fn explain<'b>(text: &str, base: &'b Base, options: &ExplainOptions) -> Repo
             }
         }
         // Repeats in one stream (an assertion printed by every GPU thread) share a traceback.
-        if !finding.occurrences.iter().any(|o| o.rank == stream.rank) {
+        if traced_streams.insert((position, hit.stream)) {
             for frame in traceback::frames_before(stream, hit.line) {
                 if !finding.frames.contains(&frame) {
                     finding.frames.push(frame);
                 }
             }
         }
-        finding.occurrences.push(Occurrence {
-            line: stream.original_line(hit.line),
-            rank: stream.rank.clone(),
-            message,
-        });
+        finding.count += 1;
+        if finding.occurrences.len() < MAX_OCCURRENCES {
+            finding.occurrences.push(Occurrence {
+                line: stream.original_line(hit.line),
+                rank: stream.rank.clone(),
+                message,
+            });
+        }
     }
 
     for finding in &mut findings {

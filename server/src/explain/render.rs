@@ -84,7 +84,7 @@ fn wrap(text: &str, indent: &str) -> String {
 
 fn seen_line(finding: &Finding<'_>, lang: Lang) -> String {
     let first = &finding.occurrences[0];
-    let count = finding.occurrences.len();
+    let count = finding.count;
     let mut out = match lang {
         Lang::En => format!("line {}", first.line),
         Lang::Zh => format!("第 {} 行", first.line),
@@ -202,8 +202,8 @@ impl Report<'_> {
                     shorten(&occurrence.message)
                 );
             }
-            if finding.occurrences.len() > LISTED_OCCURRENCES {
-                let more = finding.occurrences.len() - LISTED_OCCURRENCES;
+            if finding.count > LISTED_OCCURRENCES {
+                let more = finding.count - LISTED_OCCURRENCES;
                 let _ = writeln!(
                     out,
                     "  {}",
@@ -332,7 +332,7 @@ impl Report<'_> {
                 json!({
                     "id": entry.id,
                     "title": entry.title.text(lang),
-                    "count": finding.occurrences.len(),
+                    "count": finding.count,
                     "ranks": finding.ranks,
                     "occurrences": finding.occurrences,
                     "call_sites": finding.call_sites,

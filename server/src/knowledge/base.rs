@@ -4,7 +4,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{LazyLock, OnceLock};
 
-use regex::Regex;
+use regex::{Regex, RegexSet};
 
 use super::builtin::BUILTIN_FILES;
 use super::entry::{Entry, EntrySpec};
@@ -31,6 +31,9 @@ pub struct Base {
     /// Every pattern of every entry in one regex, built on first use: one pass over a log finds
     /// the lines worth testing entry by entry.
     any_pattern: OnceLock<Regex>,
+    /// Every pattern in a set, with the index of the entry each belongs to: which entries match
+    /// a candidate line, in one pass over it.
+    pattern_set: OnceLock<(RegexSet, Vec<usize>)>,
 }
 
 static BUILTIN: LazyLock<Base> = LazyLock::new(|| {
@@ -74,6 +77,23 @@ impl Base {
         })
     }
 
+    /// Indices (into [`Base::entries`]) of the entries with a pattern matching `line`, ascending.
+    pub fn entries_matching(&self, line: &str) -> Vec<usize> {
+        let (set, owners) = self.pattern_set.get_or_init(|| {
+            let patterns = self.entries.iter().flat_map(|e| e.patterns.iter().map(Regex::as_str));
+            let owners = self
+                .entries
+                .iter()
+                .enumerate()
+                .flat_map(|(index, e)| std::iter::repeat_n(index, e.patterns.len()))
+                .collect();
+            (RegexSet::new(patterns).expect("patterns that compile alone compile as a set"), owners)
+        });
+        let mut matching: Vec<usize> = set.matches(line).iter().map(|pattern| owners[pattern]).collect();
+        matching.dedup();
+        matching
+    }
+
     pub fn entries(&self) -> &[Entry] {
         &self.entries
     }
@@ -92,6 +112,7 @@ impl Base {
 
     fn insert(&mut self, entry: Entry) {
         self.any_pattern = OnceLock::new();
+        self.pattern_set = OnceLock::new();
         match self.entries.iter_mut().find(|existing| existing.id == entry.id) {
             Some(existing) => *existing = entry,
             None => self.entries.push(entry),
