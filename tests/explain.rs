@@ -289,3 +289,19 @@ fn colour_only_when_asked() {
     assert!(!report.to_text(false).contains('\u{1b}'));
     assert!(report.to_text(true).contains("\u{1b}[1;31m[cuda/oom-genuine]"));
 }
+
+#[test]
+fn repeats_are_counted_but_only_the_first_are_kept() {
+    let mut log = String::new();
+    for thread in 0..1000 {
+        log.push_str(&format!(
+            "Indexing.cu:1289: indexSelectLargeIndex: block: [0,0,0], thread: [{thread},0,0] Assertion `srcIndex < srcSelectDimSize` failed.\n"
+        ));
+    }
+    log.push_str("RuntimeError: CUDA error: device-side assert triggered\n");
+    let report = explain(&log, builtin(), &ExplainOptions::default());
+    let finding = only(&report);
+    assert_eq!(finding.count, 1001);
+    assert_eq!(finding.occurrences.len(), culint::explain::MAX_OCCURRENCES);
+    assert!(report.to_text(false).contains("line 1, 1001 times"));
+}
