@@ -176,6 +176,7 @@ fn deepspeed_tee_log_puts_the_oom_before_the_nccl_errors_it_caused() {
     assert_eq!(analysis.figures.requested, size(1.5, GIB));
     let nccl = &report.findings[1];
     assert_eq!(nccl.ranks, ["rank1", "rank2", "rank3"]);
+    assert_eq!(nccl.details, ["out of memory"], "the CUDA failure behind the NCCL error");
     assert_eq!(nccl.frames[0].line, 131);
 }
 
@@ -304,4 +305,16 @@ fn repeats_are_counted_but_only_the_first_are_kept() {
     assert_eq!(finding.count, 1001);
     assert_eq!(finding.occurrences.len(), culint::explain::MAX_OCCURRENCES);
     assert!(report.to_text(false).contains("line 1, 1001 times"));
+}
+
+#[test]
+fn cudnn_errors_name_their_status() {
+    let report = explain(
+        "RuntimeError: cuDNN error: CUDNN_STATUS_INTERNAL_ERROR\nRuntimeError: cuDNN error: CUDNN_STATUS_NOT_SUPPORTED. This error may appear if you passed in a non-contiguous input.",
+        builtin(),
+        &ExplainOptions::default(),
+    );
+    let finding = only(&report);
+    assert_eq!(finding.entry.id, "cudnn/status-error");
+    assert_eq!(finding.details, ["CUDNN_STATUS_INTERNAL_ERROR", "CUDNN_STATUS_NOT_SUPPORTED"]);
 }

@@ -60,6 +60,8 @@ pub struct Finding<'b> {
     pub ranks: Vec<String>,
     /// Library calls named by the messages, such as `cublasCreate`.
     pub call_sites: Vec<String>,
+    /// What the entry's `detail` pattern picked out, such as `out of memory` behind an NCCL error.
+    pub details: Vec<String>,
     /// The figures of the first out-of-memory message that had them, and what they point to.
     pub oom: Option<OomAnalysis>,
     /// Set for out-of-memory messages without figures: why the diagnosis is a default.
@@ -153,6 +155,7 @@ pub fn explain<'b>(text: &str, base: &'b Base, options: &ExplainOptions) -> Repo
                 occurrences: Vec::new(),
                 ranks: Vec::new(),
                 call_sites: Vec::new(),
+                details: Vec::new(),
                 oom: None,
                 undetermined: false,
                 frames: Vec::new(),
@@ -167,6 +170,11 @@ pub fn explain<'b>(text: &str, base: &'b Base, options: &ExplainOptions) -> Repo
             && !finding.call_sites.iter().any(|known| known == &call[1])
         {
             finding.call_sites.push(call[1].to_owned());
+        }
+        if let Some(detail) = find_detail(finding.entry, stream, hit.line)
+            && !finding.details.contains(&detail)
+        {
+            finding.details.push(detail);
         }
         if let Some(rank) = &stream.rank
             && !finding.ranks.contains(rank)
@@ -211,6 +219,15 @@ pub fn explain<'b>(text: &str, base: &'b Base, options: &ExplainOptions) -> Repo
     // still orders each group.
     findings.sort_by_key(|finding| finding.entry.matching.secondary);
     Report { lang: options.lang, line_count: text.lines().count(), findings }
+}
+
+/// Lines after a match in which an entry's `detail` may appear ("Last error:" then the failure).
+const DETAIL_LINES: usize = 3;
+
+fn find_detail(entry: &Entry, stream: &Stream, line: usize) -> Option<String> {
+    let detail = entry.detail.as_ref()?;
+    let last = (line + DETAIL_LINES).min(stream.line_count() - 1);
+    (line..=last).find_map(|index| detail.captures(stream.line(index)).map(|c| c[1].trim().to_owned()))
 }
 
 fn oom_analysis(stream: &Stream, line: usize, lang: Lang) -> Option<OomAnalysis> {

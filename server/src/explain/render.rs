@@ -141,6 +141,10 @@ impl Report<'_> {
                 let calls: Vec<String> = finding.call_sites.iter().map(|c| format!("`{c}`")).collect();
                 let _ = writeln!(out, "**{}:** {}\n", Label::CallSite.text(lang), calls.join(", "));
             }
+            if !finding.details.is_empty() {
+                let details: Vec<String> = finding.details.iter().map(|d| format!("`{d}`")).collect();
+                let _ = writeln!(out, "**{}:** {}\n", Label::Detail.text(lang), details.join(", "));
+            }
             if let Some(oom) = &finding.oom {
                 let _ = writeln!(
                     out,
@@ -215,6 +219,9 @@ impl Report<'_> {
             }
             if !finding.call_sites.is_empty() {
                 let _ = writeln!(out, "  {}: {}", Label::CallSite.text(lang), finding.call_sites.join(", "));
+            }
+            if !finding.details.is_empty() {
+                let _ = writeln!(out, "  {}: {}", Label::Detail.text(lang), finding.details.join(", "));
             }
             if let Some(oom) = &finding.oom {
                 let _ = writeln!(out, "\n{}", paint.heading(Label::Memory.text(lang)));
@@ -336,6 +343,7 @@ impl Report<'_> {
                     "ranks": finding.ranks,
                     "occurrences": finding.occurrences,
                     "call_sites": finding.call_sites,
+                    "details": finding.details,
                     "oom": oom,
                     "oom_figures_missing": finding.undetermined,
                     "frames": finding.frames,

@@ -54,6 +54,10 @@ pub struct MatchSpec {
     /// `culint explain` lists it after the other errors of the same log.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub secondary: bool,
+    /// A regex whose first capture group picks the specific error out of the matched line or
+    /// the few lines after it, such as the CUDA failure an NCCL error relays.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
 /// A note about which versions a behaviour or message belongs to.
@@ -129,6 +133,7 @@ pub struct EntrySpec {
 pub struct Entry {
     pub spec: EntrySpec,
     pub patterns: Vec<Regex>,
+    pub detail: Option<Regex>,
 }
 
 impl std::ops::Deref for Entry {
@@ -178,7 +183,18 @@ impl Entry {
             let regex = Regex::new(pattern).map_err(|e| format!("pattern `{pattern}` does not compile: {e}"))?;
             patterns.push(regex);
         }
-        let entry = Entry { spec, patterns };
+        let detail = match &spec.matching.detail {
+            Some(source) => {
+                let regex =
+                    Regex::new(source).map_err(|e| format!("`match.detail` `{source}` does not compile: {e}"))?;
+                if regex.captures_len() < 2 {
+                    return Err(format!("`match.detail` `{source}` needs a capture group around the detail"));
+                }
+                Some(regex)
+            }
+            None => None,
+        };
+        let entry = Entry { spec, patterns, detail };
         if let Some(example) = entry.matching.examples.iter().find(|example| !entry.matches(example)) {
             return Err(format!("example `{example}` is matched by none of the patterns"));
         }
