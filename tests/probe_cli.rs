@@ -61,7 +61,7 @@ fn without_a_driver_json_and_markdown_still_report_and_exit_3() {
     let report = json(&output);
     assert_eq!(report["unavailable"], "no-driver");
     assert_eq!(report["checks"][0]["id"], "driver");
-    assert_eq!(report["checks"][0]["knowledge"], "cuda/no-gpu");
+    assert_eq!(report["checks"][0]["knowledge"], "cuda/not-available");
     assert_eq!(report["quick"], true);
     let markdown = culint().args(["probe", "--markdown"]).output().unwrap();
     assert_eq!(markdown.status.code(), Some(3));

@@ -63,7 +63,10 @@ fn reports_what_the_gpu_really_has() {
             assert_eq!(device.name.as_deref(), Some(name.as_str()));
             let (major, minor) = device.compute_capability.unwrap();
             assert_eq!(&format!("{major}.{minor}"), compute_cap);
-            assert_eq!(device.total_bytes.unwrap() >> 20, *total_mib);
+            // The driver keeps some memory back: on an H200, CUDA reports 143155 MiB where
+            // nvidia-smi shows 143771 MiB.
+            let cuda_mib = device.total_bytes.unwrap() >> 20;
+            assert!(cuda_mib <= *total_mib && cuda_mib * 100 >= total_mib * 99, "{cuda_mib} vs {total_mib} MiB");
         }
     }
 }

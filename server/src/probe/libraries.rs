@@ -22,12 +22,25 @@ impl CudaLibrary {
         }
     }
 
+    /// Whether cudarc finds the library by name; when it does, it stays loaded, so that its
+    /// file can be read from /proc/self/maps.
     fn present_by_name(self) -> bool {
-        // SAFETY: only tries to dlopen the candidate names.
+        // SAFETY: `is_culib_present` only tries to dlopen the candidate names; `culib` then
+        // loads the first that works, which cannot panic once one was found.
         guarded("loading a CUDA library", || unsafe {
             match self {
-                CudaLibrary::Cublas => cudarc::cublas::sys::is_culib_present(),
-                CudaLibrary::CublasLt => cudarc::cublaslt::sys::is_culib_present(),
+                CudaLibrary::Cublas => {
+                    cudarc::cublas::sys::is_culib_present() && {
+                        cudarc::cublas::sys::culib();
+                        true
+                    }
+                }
+                CudaLibrary::CublasLt => {
+                    cudarc::cublaslt::sys::is_culib_present() && {
+                        cudarc::cublaslt::sys::culib();
+                        true
+                    }
+                }
             }
         })
         .unwrap_or(false)
