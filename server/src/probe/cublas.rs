@@ -203,7 +203,7 @@ pub fn heuristic_check(context: &Context, library: &str, workspace: u64, workspa
                 Check::ok(
                     ID,
                     format!(
-                        "cuBLASLt heuristic for a {shape}: {without} algorithms without workspace, {with} with the {} workspace ({workspace_origin}); the best wants {} ({library})",
+                        "cuBLASLt heuristic for a {shape}: {without} algorithms without workspace, {with} with the {} workspace ({workspace_origin}); the best needs {} of it ({library})",
                         bytes(workspace),
                         bytes(best_workspace)
                     ),

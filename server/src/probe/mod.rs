@@ -240,8 +240,14 @@ impl Libraries {
 
 fn library_label(status: &LibraryStatus, stem: &str) -> String {
     match status {
-        LibraryStatus::Loaded { path: Some(path) } => path.clone(),
-        _ => stem.to_owned(),
+        LibraryStatus::Loaded { path, torch_copy } => {
+            let path = path.as_deref().unwrap_or(stem);
+            match torch_copy {
+                Some(copy) => format!("{path}; PyTorch loads its own copy, {copy}"),
+                None => path.to_owned(),
+            }
+        }
+        LibraryStatus::Missing { .. } => stem.to_owned(),
     }
 }
 
@@ -502,7 +508,14 @@ fn torch_check(
         Err(reason) => return Check::skipped(ID, format!("no Python to read PyTorch from: {reason}")),
     };
     let Some(torch) = torch else {
-        return Check::skipped(ID, format!("PyTorch is not installed for {}", environment.executable));
+        return Check::skipped(
+            ID,
+            format!(
+                "PyTorch is not installed for {} (no torch/version.py in its {} package folders)",
+                environment.executable,
+                environment.search_path.len()
+            ),
+        );
     };
     let version = torch.version.as_deref().unwrap_or("(unknown version)");
     let Some(torch_cuda) = torch.cuda.as_deref() else {

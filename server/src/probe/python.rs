@@ -16,8 +16,10 @@ const PYTHON_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Prints sys.path (which holds PYTHONPATH under -S) and the site folders `site` would add.
 /// Under -S a virtual environment's own site-packages is not on sys.path, so it is found from
-/// the `pyvenv.cfg` beside the interpreter, as `site` itself would.
-const PATHS_SCRIPT: &str = "import json, os, site, sys, sysconfig
+/// the `pyvenv.cfg` beside the interpreter, as `site` itself would. (Debian's patched
+/// `site.getsitepackages` names `dist-packages` folders when the venv is not active, so the
+/// folder is globbed rather than asked for.)
+const PATHS_SCRIPT: &str = "import glob, json, os, site, sys, sysconfig
 paths = sysconfig.get_paths()
 user = site.getusersitepackages() if site.check_enableusersite() else None
 here = os.path.dirname(sys.executable)
@@ -30,7 +32,8 @@ if venv:
             if key.strip() == 'include-system-site-packages':
                 system = value.strip().lower() == 'true'
 print(json.dumps({'executable': sys.executable, 'sys_path': sys.path[1:], 'user_site': user,
-    'venv_site_packages': site.getsitepackages([venv]) if venv else [], 'system_site_packages': system,
+    'venv_site_packages': glob.glob(os.path.join(venv, 'lib*', 'python*', 'site-packages')) + glob.glob(os.path.join(venv, 'Lib', 'site-packages')) if venv else [],
+    'system_site_packages': system,
     'site_packages': site.getsitepackages(), 'purelib': paths.get('purelib'), 'platlib': paths.get('platlib')}))";
 
 #[derive(Deserialize)]
