@@ -147,6 +147,11 @@ impl<'m, 'a> Checker<'m, 'a> {
         self.diagnostics.last_mut().expect("just pushed")
     }
 
+    /// Whether the current rule has reported anything in this file yet.
+    pub fn has_reported(&self) -> bool {
+        !self.diagnostics.is_empty()
+    }
+
     pub fn report_node(&mut self, node: Node<'_>, message: impl Into<String>) -> &mut Diagnostic {
         self.report(TextRange::of(node), message)
     }
@@ -187,16 +192,22 @@ pub fn lint(text: &str, tree: &Tree, context: LintContext<'_>, settings: &LintSe
             let violation = query.capture_index_for_name("violation");
             let mut cursor = QueryCursor::new();
             let mut matches = cursor.matches(query, root, text.as_bytes());
+            // Candidates are checked in source order, so rules that report "the first" finding
+            // can rely on it.
+            let mut candidates = Vec::new();
             while let Some(m) = matches.next() {
                 let captures: Vec<(&str, Node)> =
                     m.captures().iter().map(|c| (names[c.index as usize], c.node)).collect();
                 let Some(node) = m.captures().iter().find(|c| Some(c.index) == violation).map(|c| c.node) else {
                     continue;
                 };
-                if inside_error(node) {
-                    continue;
+                if !inside_error(node) {
+                    candidates.push(Candidate { node, captures });
                 }
-                (rule.check)(&mut checker, &Candidate { node, captures });
+            }
+            candidates.sort_by_key(|c| (c.node.start_byte(), std::cmp::Reverse(c.node.end_byte())));
+            for candidate in &candidates {
+                (rule.check)(&mut checker, candidate);
             }
             if let Some(severity) = settings.severities.get(rule.code) {
                 checker.diagnostics.iter_mut().for_each(|d| d.severity = *severity);

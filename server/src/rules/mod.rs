@@ -1,5 +1,13 @@
 //! The rule registry: one row per rule, one file per rule, one query per rule.
 
+pub mod edits;
+
+mod empty_cache_before_release;
+mod empty_cache_in_step_loop;
+mod missing_autocast;
+mod missing_gradient_checkpointing;
+mod missing_set_device;
+
 use tree_sitter::Node;
 
 use crate::diagnostic::Severity;
@@ -50,7 +58,7 @@ pub struct Rule {
     /// Byte strings of which at least one must occur in a file for the rule to possibly fire.
     /// The CLI skips parsing files that contain no rule's trigger.
     pub triggers: &'static [&'static str],
-    pub check: fn(&mut Checker<'_, '_>, &Candidate<'_>),
+    pub check: for<'m, 'a> fn(&mut Checker<'m, 'a>, &Candidate<'a>),
     /// Markdown with the headings of STYLE.md: the single source of `culint rule`, hover and
     /// `docs/rules/`.
     pub doc: &'static str,
@@ -62,7 +70,14 @@ pub struct Rule {
 }
 
 /// Every rule, in code order.
-pub static RULES: &[&Rule] = &[];
+#[rustfmt::skip] // One row per line keeps additions from different branches apart.
+pub static RULES: &[&Rule] = &[
+    &missing_set_device::RULE,
+    &empty_cache_in_step_loop::RULE,
+    &empty_cache_before_release::RULE,
+    &missing_gradient_checkpointing::RULE,
+    &missing_autocast::RULE,
+];
 
 pub fn by_code(code: &str) -> Option<&'static Rule> {
     RULES.iter().copied().find(|rule| rule.code.eq_ignore_ascii_case(code))
