@@ -10,12 +10,12 @@ local plugin_dir = assert(os.getenv("CULINT_NVIM_PLUGIN"), "CULINT_NVIM_PLUGIN i
 local culint_bin = assert(os.getenv("CULINT_BIN"), "CULINT_BIN is not set")
 local script = assert(os.getenv("CULINT_E2E_FILE"), "CULINT_E2E_FILE is not set")
 
-local EXPECTED_CODES = { "CUL201", "CUL303" }
+local EXPECTED_CODES = { "CUL201", "CUL202" }
 local FIX = {
-  code = "CUL303",
-  title = "torch.amp.autocast",
-  before = "torch.cuda.amp.autocast()",
-  after = 'torch.amp.autocast("cuda")',
+  code = "CUL202",
+  title = "after the memory is released",
+  before = "    torch.cuda.empty_cache()\n    del model, optimizer",
+  after = "    del model, optimizer\n    torch.cuda.empty_cache()",
 }
 local has_nvidia_driver = vim.loop.fs_stat("/dev/nvidiactl") ~= nil
 local PROBE_TEXT = has_nvidia_driver and "free" or "no NVIDIA driver"
@@ -153,7 +153,9 @@ check("a quick fix applies through vim.lsp.buf.code_action", function()
   end
   assert(target, "no " .. FIX.code .. " diagnostic to fix")
   local before = buffer_text(bufnr)
-  local expected = before:gsub(vim.pesc(FIX.before), (FIX.after:gsub("%%", "%%%%")), 1)
+  local first, last = before:find(FIX.before, 1, true)
+  assert(first, "the fixture lacks the code to fix")
+  local expected = before:sub(1, first - 1) .. FIX.after .. before:sub(last + 1)
   vim.api.nvim_win_set_cursor(0, { target.lnum + 1, target.col })
 
   local offered = {}

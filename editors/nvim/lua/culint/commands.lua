@@ -31,8 +31,14 @@ end
 function M.probe()
   execute("culint.probe", {}, function(err, result)
     if err then
-      -- No GPU or driver is an answer, not a failure: show it like a report.
-      view.show("probe", "# GPU probe\n\nThe probe could not run: " .. error_text(err))
+      -- No GPU or driver is an answer, not a failure: the server gives the one-line reason as the
+      -- error's message and the report in its data. Show it like any report.
+      local data = type(err) == "table" and err.data or nil
+      if type(data) == "table" and type(data.markdown) == "string" then
+        view.show("probe", data.markdown)
+      else
+        view.show("probe", "# GPU probe\n\nThe probe could not run: " .. error_text(err))
+      end
       return
     end
     view.show("probe", view.markdown_of(result))
