@@ -2,9 +2,14 @@
 
 pub mod edits;
 
+mod alloc_conf_after_cuda_init;
+mod cublas_handle_leak;
+mod deprecated_cuda_amp;
+mod device_map_auto_without_max_memory;
 mod empty_cache_before_release;
 mod empty_cache_in_step_loop;
 mod missing_set_device;
+mod torch_load_to_saved_device;
 
 use tree_sitter::Node;
 
@@ -68,8 +73,16 @@ pub struct Rule {
 }
 
 /// Every rule, in code order.
-pub static RULES: &[&Rule] =
-    &[&missing_set_device::RULE, &empty_cache_in_step_loop::RULE, &empty_cache_before_release::RULE];
+pub static RULES: &[&Rule] = &[
+    &missing_set_device::RULE,
+    &torch_load_to_saved_device::RULE,
+    &device_map_auto_without_max_memory::RULE,
+    &empty_cache_in_step_loop::RULE,
+    &empty_cache_before_release::RULE,
+    &alloc_conf_after_cuda_init::RULE,
+    &deprecated_cuda_amp::RULE,
+    &cublas_handle_leak::RULE,
+];
 
 pub fn by_code(code: &str) -> Option<&'static Rule> {
     RULES.iter().copied().find(|rule| rule.code.eq_ignore_ascii_case(code))
