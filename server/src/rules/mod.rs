@@ -8,6 +8,8 @@ mod deprecated_cuda_amp;
 mod device_map_auto_without_max_memory;
 mod empty_cache_before_release;
 mod empty_cache_in_step_loop;
+mod missing_autocast;
+mod missing_gradient_checkpointing;
 mod missing_set_device;
 mod torch_load_to_saved_device;
 
@@ -73,6 +75,7 @@ pub struct Rule {
 }
 
 /// Every rule, in code order.
+#[rustfmt::skip] // One row per line keeps additions from different branches apart.
 pub static RULES: &[&Rule] = &[
     &missing_set_device::RULE,
     &torch_load_to_saved_device::RULE,
@@ -80,6 +83,8 @@ pub static RULES: &[&Rule] = &[
     &empty_cache_in_step_loop::RULE,
     &empty_cache_before_release::RULE,
     &alloc_conf_after_cuda_init::RULE,
+    &missing_gradient_checkpointing::RULE,
+    &missing_autocast::RULE,
     &deprecated_cuda_amp::RULE,
     &cublas_handle_leak::RULE,
 ];
