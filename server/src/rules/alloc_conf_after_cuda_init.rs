@@ -3,6 +3,7 @@
 use tree_sitter::Node;
 
 use super::{Candidate, FixAvailability, Rule, edits};
+use crate::cuda_env::alloc_conf;
 use crate::diagnostic::Severity;
 use crate::fix::{Applicability, Edit, Fix};
 use crate::lint::Checker;
@@ -116,7 +117,7 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
 
 /// Whether an allocator config string sets the `backend` key.
 fn names_backend(config: &str) -> bool {
-    config.split(',').any(|pair| pair.split(':').next().is_some_and(|key| key.trim() == "backend"))
+    alloc_conf::options(config).iter().any(|option| option.key == "backend")
 }
 
 /// The import of torch (or of a package that imports it) that runs before `node`: earlier at
@@ -294,5 +295,69 @@ fn import_line_for(local: &str, qualified: &str) -> Option<String> {
         "os.environ" => Some(format!("from os import environ{}", alias("environ"))),
         "os.putenv" => Some(format!("from os import putenv{}", alias("putenv"))),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::fix::{Applicability, apply_fixes};
+    use crate::lint::{LintContext, LintSettings, RuleSet, lint_text};
+
+    fn findings(source: &str) -> Vec<crate::diagnostic::Diagnostic> {
+        let settings = LintSettings { rules: RuleSet::from_selectors(&["CUL203"]), ..Default::default() };
+        lint_text(source, LintContext::default(), &settings)
+    }
+
+    fn applicability(source: &str) -> Option<Applicability> {
+        let found = findings(source);
+        assert_eq!(found.len(), 1, "{source}");
+        found[0].fix.as_ref().map(|f| f.applicability)
+    }
+
+    const PREAMBLE: &str = "import os\nimport torch\n\nx = torch.ones(1).cuda()\n";
+
+    #[test]
+    fn literal_set_once_and_unconditionally_is_safe() {
+        let source = format!("{PREAMBLE}os.environ[\"PYTORCH_CUDA_ALLOC_CONF\"] = \"expandable_segments:True\"\n");
+        assert_eq!(applicability(&source), Some(Applicability::Safe));
+        let fix = findings(&source).remove(0).fix.unwrap();
+        let fixed = apply_fixes(&source, [&fix], Applicability::Safe).text;
+        assert_eq!(
+            fixed,
+            "import os\nos.environ[\"PYTORCH_CUDA_ALLOC_CONF\"] = \"expandable_segments:True\"\nimport torch\n\nx = torch.ones(1).cuda()\n"
+        );
+    }
+
+    #[test]
+    fn conditional_or_repeated_settings_are_unsafe() {
+        let conditional = format!(
+            "{PREAMBLE}if x.numel():\n    os.environ[\"PYTORCH_CUDA_ALLOC_CONF\"] = \"expandable_segments:True\"\n"
+        );
+        assert_eq!(applicability(&conditional), Some(Applicability::Unsafe));
+        let repeated = format!(
+            "# PYTORCH_CUDA_ALLOC_CONF is also set by the launcher\n{PREAMBLE}os.environ[\"PYTORCH_CUDA_ALLOC_CONF\"] = \"expandable_segments:True\"\n"
+        );
+        assert_eq!(applicability(&repeated), Some(Applicability::Unsafe));
+    }
+
+    #[test]
+    fn computed_values_cannot_move() {
+        let source = format!("{PREAMBLE}os.environ[\"PYTORCH_CUDA_ALLOC_CONF\"] = conf\n");
+        assert_eq!(applicability(&source), None);
+        let update = format!(
+            "{PREAMBLE}os.environ.update({{\"PYTORCH_CUDA_ALLOC_CONF\": \"expandable_segments:True\", **extra}})\n"
+        );
+        assert_eq!(applicability(&update), None);
+    }
+
+    #[test]
+    fn crlf_line_endings_are_kept() {
+        let source = "import os\r\nimport torch\r\nx = torch.ones(1).cuda()\r\nos.environ[\"PYTORCH_CUDA_ALLOC_CONF\"] = \"expandable_segments:True\"\r\n";
+        let fix = findings(source).remove(0).fix.unwrap();
+        let fixed = apply_fixes(source, [&fix], Applicability::Safe).text;
+        assert_eq!(
+            fixed,
+            "import os\r\nos.environ[\"PYTORCH_CUDA_ALLOC_CONF\"] = \"expandable_segments:True\"\r\nimport torch\r\nx = torch.ones(1).cuda()\r\n"
+        );
     }
 }

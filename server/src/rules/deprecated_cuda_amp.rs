@@ -469,3 +469,39 @@ fn is_compatibility_fallback(model: &Model<'_>, node: Node<'_>) -> bool {
 fn mentions_version_check(condition: &str) -> bool {
     condition.contains("version") || condition.contains("hasattr")
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::lint::{LintContext, LintSettings, RuleSet, lint_text};
+
+    /// `(line, has a fix)` for every finding.
+    fn findings(source: &str) -> Vec<(usize, bool)> {
+        let settings = LintSettings { rules: RuleSet::from_selectors(&["CUL303"]), ..Default::default() };
+        let lines = crate::text::LineIndex::new(source);
+        lint_text(source, LintContext::default(), &settings)
+            .iter()
+            .map(|d| (lines.location(source, d.range.start).row, d.fix.is_some()))
+            .collect()
+    }
+
+    #[test]
+    fn no_import_rewrite_when_a_name_is_used_as_a_value() {
+        let source = "from torch.cuda.amp import autocast\nctx = autocast\nwith autocast():\n    pass\n";
+        assert_eq!(findings(source), vec![(1, false), (3, false)]);
+    }
+
+    #[test]
+    fn no_import_rewrite_when_the_import_brings_other_names() {
+        let source = "from torch.cuda import amp, set_device\nscaler = amp.GradScaler()\n";
+        assert_eq!(findings(source), vec![(1, false), (2, false)]);
+    }
+
+    #[test]
+    fn every_use_shares_the_same_fix() {
+        let source = "from torch.cuda.amp import GradScaler, autocast\ns = GradScaler()\nwith autocast():\n    pass\n";
+        let settings = LintSettings { rules: RuleSet::from_selectors(&["CUL303"]), ..Default::default() };
+        let found = lint_text(source, LintContext::default(), &settings);
+        assert_eq!(found.len(), 3);
+        assert!(found.iter().all(|d| d.fix.as_ref().map(|f| &f.edits) == found[0].fix.as_ref().map(|f| &f.edits)));
+    }
+}

@@ -115,3 +115,29 @@ fn max_memory_template(hardware: Option<&HardwareFacts>) -> String {
         _ => "{0: \"<GiB for GPU 0>\", \"cpu\": \"<GiB of RAM>\"}".to_owned(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::fix::Applicability;
+    use crate::hardware::HardwareFacts;
+    use crate::lint::{LintContext, LintSettings, RuleSet, lint_text};
+
+    const SOURCE: &str = "from transformers import AutoModel\nm = AutoModel.from_pretrained(n, device_map=\"auto\")\n";
+
+    fn fix_content(hardware: Option<HardwareFacts>) -> (Applicability, String) {
+        let settings = LintSettings { rules: RuleSet::from_selectors(&["CUL103"]), hardware, ..Default::default() };
+        let found = lint_text(SOURCE, LintContext::default(), &settings);
+        let fix = found[0].fix.as_ref().expect("a display-only template");
+        (fix.applicability, fix.edits[0].content.clone())
+    }
+
+    #[test]
+    fn template_is_display_only_and_uses_known_gpus() {
+        let (applicability, unknown) = fix_content(None);
+        assert_eq!(applicability, Applicability::DisplayOnly);
+        assert_eq!(unknown, ", max_memory={0: \"<GiB for GPU 0>\", \"cpu\": \"<GiB of RAM>\"}");
+        let two_80gb = HardwareFacts { gpus: Some(2), memory_bytes: Some(80 << 30), compute_capability: None };
+        let (_, known) = fix_content(Some(two_80gb));
+        assert_eq!(known, ", max_memory={0: \"68GiB\", 1: \"68GiB\"}");
+    }
+}

@@ -179,7 +179,8 @@ fn feeds_load_state_dict<'a>(model: &Model<'a>, call: Node<'a>) -> bool {
     !uses.is_empty() && uses.iter().all(|u| is_load_state_dict_argument(model, *u))
 }
 
-/// `x` in `m.load_state_dict(x)`, `m.load_state_dict(x["model"])`, `m.load_state_dict(x, strict=False)`.
+/// `x` in `m.load_state_dict(x)`, `m.load_state_dict(x["model"])`, `m.load_state_dict(x, strict=False)`,
+/// `m.load_state_dict(state_dict=x)`.
 fn is_load_state_dict_argument(model: &Model<'_>, node: Node<'_>) -> bool {
     let mut value = node;
     while let Some(parent) = value.parent().filter(|p| p.kind() == "subscript") {
@@ -189,10 +190,20 @@ fn is_load_state_dict_argument(model: &Model<'_>, node: Node<'_>) -> bool {
             break;
         }
     }
-    let Some(args) = value.parent().filter(|p| p.kind() == "argument_list") else { return false };
+    let Some(parent) = value.parent() else { return false };
+    let (args, positional) = match parent.kind() {
+        "argument_list" => (parent, true),
+        "keyword_argument"
+            if parent.child_by_field_name("name").is_some_and(|n| model.node_text(n) == "state_dict") =>
+        {
+            let Some(args) = parent.parent() else { return false };
+            (args, false)
+        }
+        _ => return false,
+    };
     let Some(outer) = args.parent().filter(|p| p.kind() == "call") else { return false };
     ast::callee_name(outer, model.text) == Some("load_state_dict")
-        && ast::positional_args(outer).first().is_some_and(|first| first.id() == value.id())
+        && (!positional || ast::positional_args(outer).first().is_some_and(|first| first.id() == value.id()))
 }
 
 /// Every reading of `name` in `scope` other than `binding`, not inside nested definitions.
@@ -217,4 +228,35 @@ fn identifier_uses<'a>(model: &Model<'a>, scope: Node<'a>, name: &str, binding: 
         }
     }
     uses
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::fix::Applicability;
+    use crate::lint::{LintContext, LintSettings, RuleSet, lint_text};
+
+    fn applicability(source: &str) -> Option<Applicability> {
+        let settings = LintSettings { rules: RuleSet::from_selectors(&["CUL102"]), ..Default::default() };
+        let found = lint_text(source, LintContext::default(), &settings);
+        assert_eq!(found.len(), 1, "{source}");
+        found[0].fix.as_ref().map(|f| f.applicability)
+    }
+
+    #[test]
+    fn safe_only_when_the_result_goes_into_load_state_dict() {
+        let preamble = "import torch\nmodel = Net().cuda()\n";
+        let straight = format!("{preamble}model.load_state_dict(torch.load(p))\n");
+        assert_eq!(applicability(&straight), Some(Applicability::Safe));
+        let by_key = format!("{preamble}model.load_state_dict(torch.load(p)['model'], strict=False)\n");
+        assert_eq!(applicability(&by_key), Some(Applicability::Safe));
+        let through_name =
+            format!("{preamble}sd = torch.load(p)\nmodel.load_state_dict(sd)\nopt.load_state_dict(sd)\n");
+        assert_eq!(applicability(&through_name), Some(Applicability::Safe));
+        let used_directly = format!("{preamble}sd = torch.load(p)\nmodel.load_state_dict(sd)\nprint(sd['step'] + 1)\n");
+        assert_eq!(applicability(&used_directly), Some(Applicability::Unsafe));
+        let as_keyword = format!("{preamble}model.load_state_dict(state_dict=torch.load(p))\n");
+        assert_eq!(applicability(&as_keyword), Some(Applicability::Safe));
+        let elsewhere = format!("{preamble}model.load_weights(torch.load(p))\n");
+        assert_eq!(applicability(&elsewhere), Some(Applicability::Unsafe));
+    }
 }
