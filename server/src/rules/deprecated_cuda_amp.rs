@@ -37,8 +37,10 @@ These names are deprecated aliases of the device-generic `torch.amp` API. They r
 them for mixed precision (and so for its memory budget) stops working. `torch.amp` takes the
 device explicitly.
 
-Not flagged: `torch.amp` and `torch.autocast` themselves, `torch.cpu.amp` (out of scope), and an
-import of `torch.cuda.amp` kept as the fallback of a `try`/`except ImportError` for old torch.
+Not flagged: `torch.amp` and `torch.autocast` themselves, `torch.cpu.amp` (out of scope), and
+compatibility code for old torch: an import of `torch.cuda.amp` in the `except ImportError` of a
+`try`, or a use in the old-torch branch of a version check (`if hasattr(torch, "amp")`,
+`if torch.__version__ ...`, `... if _TORCH_GREATER_EQUAL_2_4 else ...`).
 
 ## Example
 ```python
@@ -435,7 +437,8 @@ fn append_argument(call: Node<'_>, argument: &str) -> Option<Edit> {
 }
 
 /// Code that keeps `torch.cuda.amp` for old torch: an import in the `except ImportError` of a
-/// `try` that first tries `torch.amp`, or a use under `if hasattr(torch, "amp")`-style checks.
+/// `try` that first tries `torch.amp`, or a use in the old-torch branch of a version check
+/// (`if hasattr(torch, "amp")`, `... if _TORCH_GREATER_EQUAL_2_4 else ...`).
 fn is_compatibility_fallback(model: &Model<'_>, node: Node<'_>) -> bool {
     let mut current = node.parent();
     while let Some(parent) = current {
@@ -459,6 +462,14 @@ fn is_compatibility_fallback(model: &Model<'_>, node: Node<'_>) -> bool {
                     return true;
                 }
             }
+            // `torch.amp.GradScaler("cuda") if _TORCH_GREATER_EQUAL_2_4 else torch.cuda.amp.GradScaler()`
+            "conditional_expression" => {
+                let mut cursor = parent.walk();
+                let condition = parent.named_children(&mut cursor).nth(1);
+                if condition.is_some_and(|c| mentions_version_check(model.node_text(c)) && !ast::contains(c, node)) {
+                    return true;
+                }
+            }
             _ => {}
         }
         current = parent.parent();
@@ -466,8 +477,10 @@ fn is_compatibility_fallback(model: &Model<'_>, node: Node<'_>) -> bool {
     false
 }
 
+/// `torch.__version__ >= ...`, `hasattr(torch, "amp")`, `_TORCH_GREATER_EQUAL_2_4`, `TORCH_2_3`.
 fn mentions_version_check(condition: &str) -> bool {
-    condition.contains("version") || condition.contains("hasattr")
+    let condition = condition.to_ascii_lowercase();
+    ["version", "hasattr", "greater", "less_than", "torch_1", "torch_2"].iter().any(|hint| condition.contains(hint))
 }
 
 #[cfg(test)]

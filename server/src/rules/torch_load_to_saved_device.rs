@@ -35,8 +35,9 @@ and runs out of memory, while the other GPUs are fine. On a machine without that
 fails outright.
 
 Not flagged: loads whose path or result is clearly data rather than a checkpoint (`dataset.pt`,
-`features = torch.load(...)`, embeddings, token caches), and calls that pass `map_location`, also
-positionally or through `**kwargs`.
+`features = torch.load(...)`, embeddings, token caches) or a small state without model weights
+(RNG state, metrics, scheduler or scaler state), calls that pass `map_location` (also positionally
+or through `**kwargs`), and files that never use CUDA.
 
 ## Example
 ```python
@@ -62,7 +63,8 @@ tensors directly now gets them on the CPU.
 
 const TORCH_LOAD: &[&str] = &["torch.load", "torch.serialization.load"];
 
-/// Words in a path or a variable name that say the file holds data, not a checkpoint.
+/// Words in a path or a variable name that say the file holds data, or a small state, rather than
+/// model weights.
 const DATA_WORDS: &[&str] = &[
     "data",
     "dataset",
@@ -88,6 +90,16 @@ const DATA_WORDS: &[&str] = &[
     "latents",
     "activations",
     "corpus",
+    // Small states that hold no CUDA tensors worth a second copy.
+    "rng",
+    "metrics",
+    "metadata",
+    "meta",
+    "scheduler",
+    "sched",
+    "scaler",
+    "hparams",
+    "config",
 ];
 
 fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {

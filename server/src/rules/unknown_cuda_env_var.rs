@@ -92,7 +92,8 @@ fn problem<'a>(model: &Model<'a>, setting: &EnvSetting<'a>) -> Option<String> {
     match env_vars::lookup(name) {
         Lookup::OutOfScope => None,
         Lookup::Known(var) if var.format == Format::CublasWorkspaceConfig => {
-            let value = setting.value.and_then(|v| ast::string_value(v, model.text))?;
+            // An empty value resets the variable to the default, which is well formed.
+            let value = setting.value.and_then(|v| ast::string_value(v, model.text)).filter(|v| !v.is_empty())?;
             let problem = cublas_workspace::parse(&value).err()?;
             Some(format!("`{name}` is malformed, so the workspace it asks for never applies: {problem}"))
         }
