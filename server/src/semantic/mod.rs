@@ -7,6 +7,8 @@
 
 pub mod ast;
 mod contexts;
+mod cuda_init;
+pub mod environ;
 mod frameworks;
 pub mod imports;
 mod loops;
