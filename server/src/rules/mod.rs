@@ -5,6 +5,7 @@ pub mod edits;
 mod empty_cache_before_release;
 mod empty_cache_in_step_loop;
 mod missing_set_device;
+mod missing_zero_grad;
 
 use tree_sitter::Node;
 
@@ -68,8 +69,12 @@ pub struct Rule {
 }
 
 /// Every rule, in code order.
-pub static RULES: &[&Rule] =
-    &[&missing_set_device::RULE, &empty_cache_in_step_loop::RULE, &empty_cache_before_release::RULE];
+pub static RULES: &[&Rule] = &[
+    &missing_set_device::RULE,
+    &empty_cache_in_step_loop::RULE,
+    &empty_cache_before_release::RULE,
+    &missing_zero_grad::RULE,
+];
 
 pub fn by_code(code: &str) -> Option<&'static Rule> {
     RULES.iter().copied().find(|rule| rule.code.eq_ignore_ascii_case(code))

@@ -12,6 +12,7 @@ pub mod imports;
 mod loops;
 pub mod names;
 pub mod summary;
+pub mod training;
 
 use std::cell::OnceCell;
 use std::collections::HashMap;
