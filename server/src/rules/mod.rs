@@ -6,6 +6,7 @@ mod empty_cache_before_release;
 mod empty_cache_in_step_loop;
 mod missing_set_device;
 mod missing_zero_grad;
+mod retain_graph_in_loop;
 mod zero_grad_keeps_buffers;
 
 use tree_sitter::Node;
@@ -74,6 +75,7 @@ pub static RULES: &[&Rule] = &[
     &missing_set_device::RULE,
     &empty_cache_in_step_loop::RULE,
     &empty_cache_before_release::RULE,
+    &retain_graph_in_loop::RULE,
     &missing_zero_grad::RULE,
     &zero_grad_keeps_buffers::RULE,
 ];

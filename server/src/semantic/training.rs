@@ -142,12 +142,23 @@ pub fn mentions(node: Node<'_>, source: &str, name: &str) -> bool {
     let mut stack = vec![node];
     let mut cursor = node.walk();
     while let Some(n) = stack.pop() {
-        if matches!(n.kind(), "identifier" | "attribute") && ast::text(n, source) == name {
+        if matches!(n.kind(), "identifier" | "attribute") && ast::text(n, source) == name && !is_field_name(n) {
             return true;
         }
         stack.extend(n.named_children(&mut cursor).collect::<Vec<_>>());
     }
     false
+}
+
+/// `loss` in `out.loss` and in `f(loss=1)` names a field, not a variable.
+fn is_field_name(identifier: Node<'_>) -> bool {
+    let Some(parent) = identifier.parent() else { return false };
+    let field = match parent.kind() {
+        "attribute" => "attribute",
+        "keyword_argument" => "name",
+        _ => return false,
+    };
+    parent.child_by_field_name(field).is_some_and(|f| f.id() == identifier.id())
 }
 
 #[cfg(test)]
