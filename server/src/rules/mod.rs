@@ -7,6 +7,7 @@ mod empty_cache_in_step_loop;
 mod missing_set_device;
 mod missing_zero_grad;
 mod retain_graph_in_loop;
+mod unscaled_gradient_accumulation;
 mod zero_grad_keeps_buffers;
 
 use tree_sitter::Node;
@@ -77,6 +78,7 @@ pub static RULES: &[&Rule] = &[
     &empty_cache_before_release::RULE,
     &retain_graph_in_loop::RULE,
     &missing_zero_grad::RULE,
+    &unscaled_gradient_accumulation::RULE,
     &zero_grad_keeps_buffers::RULE,
 ];
 
