@@ -4,6 +4,7 @@ pub mod edits;
 
 mod empty_cache_before_release;
 mod empty_cache_in_step_loop;
+mod graph_kept_across_iterations;
 mod missing_set_device;
 mod missing_zero_grad;
 mod retain_graph_in_loop;
@@ -76,6 +77,7 @@ pub static RULES: &[&Rule] = &[
     &missing_set_device::RULE,
     &empty_cache_in_step_loop::RULE,
     &empty_cache_before_release::RULE,
+    &graph_kept_across_iterations::RULE,
     &retain_graph_in_loop::RULE,
     &missing_zero_grad::RULE,
     &unscaled_gradient_accumulation::RULE,
