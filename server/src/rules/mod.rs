@@ -4,6 +4,7 @@ pub mod edits;
 
 mod empty_cache_before_release;
 mod empty_cache_in_step_loop;
+mod eval_without_no_grad;
 mod graph_kept_across_iterations;
 mod missing_set_device;
 mod missing_zero_grad;
@@ -78,6 +79,7 @@ pub static RULES: &[&Rule] = &[
     &empty_cache_in_step_loop::RULE,
     &empty_cache_before_release::RULE,
     &graph_kept_across_iterations::RULE,
+    &eval_without_no_grad::RULE,
     &retain_graph_in_loop::RULE,
     &missing_zero_grad::RULE,
     &unscaled_gradient_accumulation::RULE,

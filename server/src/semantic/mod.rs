@@ -23,7 +23,7 @@ use crate::lint::LintContext;
 use crate::project::ProjectLookup;
 pub use frameworks::Frameworks;
 use imports::Imports;
-pub use loops::{LoopInfo, LoopKind};
+pub use loops::{LoopInfo, LoopKind, is_eval_function_name};
 pub use summary::FunctionSummary;
 
 use ast::text;
