@@ -9,6 +9,7 @@ mod graph_kept_across_iterations;
 mod missing_set_device;
 mod missing_zero_grad;
 mod retain_graph_in_loop;
+mod tensor_stored_on_module;
 mod unscaled_gradient_accumulation;
 mod zero_grad_keeps_buffers;
 
@@ -80,6 +81,7 @@ pub static RULES: &[&Rule] = &[
     &empty_cache_before_release::RULE,
     &graph_kept_across_iterations::RULE,
     &eval_without_no_grad::RULE,
+    &tensor_stored_on_module::RULE,
     &retain_graph_in_loop::RULE,
     &missing_zero_grad::RULE,
     &unscaled_gradient_accumulation::RULE,
