@@ -6,6 +6,8 @@ mod empty_cache_before_release;
 mod empty_cache_in_step_loop;
 mod eval_without_no_grad;
 mod graph_kept_across_iterations;
+mod missing_autocast;
+mod missing_gradient_checkpointing;
 mod missing_set_device;
 mod missing_zero_grad;
 mod retain_graph_in_loop;
@@ -75,10 +77,13 @@ pub struct Rule {
 }
 
 /// Every rule, in code order.
+#[rustfmt::skip] // One row per line keeps additions from different branches apart.
 pub static RULES: &[&Rule] = &[
     &missing_set_device::RULE,
     &empty_cache_in_step_loop::RULE,
     &empty_cache_before_release::RULE,
+    &missing_gradient_checkpointing::RULE,
+    &missing_autocast::RULE,
     &graph_kept_across_iterations::RULE,
     &eval_without_no_grad::RULE,
     &tensor_stored_on_module::RULE,
