@@ -7,7 +7,7 @@ use crate::diagnostic::Severity;
 use crate::fix::{Edit, Fix};
 use crate::lint::Checker;
 use crate::semantic::training::mentions;
-use crate::semantic::{Model, ast};
+use crate::semantic::{CallTarget, Model, ast};
 
 pub const RULE: Rule = Rule {
     code: "CUL401",
@@ -227,7 +227,15 @@ fn carries_graph<'a>(model: &Model<'a>, scope: Node<'a>, value: Node<'a>, at: No
             let is_loss = attribute == "loss" || attribute.ends_with("_loss");
             (is_loss && object.is_some_and(|o| model.node_text(o) != "self")) || object.is_some_and(recurse)
         }
-        "call" => call_carries_graph(model, value, recurse),
+        "call" => {
+            // `loss = train_step(batch)`: what a local helper returns.
+            if let CallTarget::Local(function) = model.resolve_call(value) {
+                return returned_values(function)
+                    .into_iter()
+                    .any(|returned| carries_graph(model, function, returned, returned, depth + 1));
+            }
+            call_carries_graph(model, value, recurse)
+        }
         "identifier" => {
             let name = model.node_text(value);
             is_backward_subject(model, scope, name) || last_assignment(model, name, at).is_some_and(recurse)
@@ -262,6 +270,22 @@ fn call_carries_graph<'a>(model: &Model<'a>, call: Node<'a>, recurse: impl Fn(No
     let combines = (is_builtin && COMBINING_BUILTINS.contains(&name))
         || model.call_qualified_name(call).is_some_and(|q| q.starts_with("torch."));
     combines && ast::positional_args(call).into_iter().any(recurse)
+}
+
+/// The expressions a function returns, not counting nested functions.
+fn returned_values(function: Node<'_>) -> Vec<Node<'_>> {
+    let mut values = Vec::new();
+    let mut stack = vec![function];
+    let mut cursor = function.walk();
+    while let Some(node) = stack.pop() {
+        if node.kind() == "return_statement" {
+            values.extend(node.named_child(0));
+        }
+        if node.id() == function.id() || !ast::is_function_boundary(node) {
+            stack.extend(node.named_children(&mut cursor).collect::<Vec<_>>());
+        }
+    }
+    values
 }
 
 /// `loss` in `loss.backward()` (or `scaler.scale(loss).backward()`) in the step body.
