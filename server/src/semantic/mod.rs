@@ -14,6 +14,7 @@ pub mod imports;
 mod loops;
 pub mod names;
 pub mod summary;
+pub mod training;
 
 use std::cell::OnceCell;
 use std::collections::HashMap;
@@ -25,7 +26,7 @@ use crate::project::ProjectLookup;
 pub use contexts::with_items as contexts_with_items;
 pub use frameworks::Frameworks;
 use imports::Imports;
-pub use loops::{LoopInfo, LoopKind};
+pub use loops::{LoopInfo, LoopKind, is_eval_function_name};
 pub use summary::FunctionSummary;
 
 use ast::text;
