@@ -3,6 +3,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod cuda_env;
 pub mod diagnostic;
 pub mod document;
 pub mod explain;

@@ -126,10 +126,12 @@ pub fn in_oom_handler(model: &Model<'_>, call: Node<'_>) -> bool {
                     return true;
                 }
             }
-            "if_statement" | "elif_clause" => {
-                if node.child_by_field_name("condition").is_some_and(|c| model.node_text(c).contains("out of memory")) {
-                    return true;
-                }
+            "if_statement" | "elif_clause"
+                if node
+                    .child_by_field_name("condition")
+                    .is_some_and(|c| model.node_text(c).contains("out of memory")) =>
+            {
+                return true;
             }
             _ => {}
         }

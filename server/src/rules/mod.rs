@@ -4,6 +4,8 @@ pub mod edits;
 
 mod empty_cache_before_release;
 mod empty_cache_in_step_loop;
+mod missing_autocast;
+mod missing_gradient_checkpointing;
 mod missing_set_device;
 
 use tree_sitter::Node;
@@ -68,8 +70,14 @@ pub struct Rule {
 }
 
 /// Every rule, in code order.
-pub static RULES: &[&Rule] =
-    &[&missing_set_device::RULE, &empty_cache_in_step_loop::RULE, &empty_cache_before_release::RULE];
+#[rustfmt::skip] // One row per line keeps additions from different branches apart.
+pub static RULES: &[&Rule] = &[
+    &missing_set_device::RULE,
+    &empty_cache_in_step_loop::RULE,
+    &empty_cache_before_release::RULE,
+    &missing_gradient_checkpointing::RULE,
+    &missing_autocast::RULE,
+];
 
 pub fn by_code(code: &str) -> Option<&'static Rule> {
     RULES.iter().copied().find(|rule| rule.code.eq_ignore_ascii_case(code))

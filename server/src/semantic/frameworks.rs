@@ -74,6 +74,11 @@ impl Frameworks {
                     }
                 }
                 ("transformers" | "trl", name) if name.ends_with("Trainer") => frameworks.hf_trainer = true,
+                // Arguments parsed from the command line: every switch is the user's.
+                ("transformers", "HfArgumentParser") | ("trl", "TrlParser") => {
+                    frameworks.hf_mixed_precision = true;
+                    frameworks.hf_gradient_checkpointing = true;
+                }
                 ("lightning" | "pytorch_lightning" | "lightning_fabric", "Trainer") => {
                     frameworks.lightning_trainer = true;
                     frameworks.lightning_precision |=

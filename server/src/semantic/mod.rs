@@ -20,6 +20,7 @@ use tree_sitter::{Node, Tree};
 
 use crate::lint::LintContext;
 use crate::project::ProjectLookup;
+pub use contexts::with_items as contexts_with_items;
 pub use frameworks::Frameworks;
 use imports::Imports;
 pub use loops::{LoopInfo, LoopKind};

@@ -1,0 +1,6 @@
+//! Commands for `workspace/executeCommand`, one file each.
+
+pub mod apply_all_fixes;
+
+/// Every command the server registers, in `initialize`'s `executeCommandProvider`.
+pub const ALL: &[&str] = &[apply_all_fixes::NAME];

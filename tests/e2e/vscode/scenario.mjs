@@ -1,0 +1,30 @@
+// What the VS Code end-to-end test expects from workspace-template/: which findings culint
+// reports, where to hover, which quick fix to apply and what the file reads afterwards.
+
+import { existsSync } from "node:fs";
+
+/** With an NVIDIA driver the probe reports memory; without one it says so in one line. */
+const hasNvidiaDriver = existsSync("/dev/nvidiactl");
+
+export const SCENARIO = {
+  file: "train.py",
+  /** Every one of these codes must show up in the Problems panel. */
+  expectedCodes: ["CUL201", "CUL303"],
+  hover: {
+    code: "CUL201",
+    /** Hover over this text (the start of the flagged call). */
+    text: "torch.cuda.empty_cache()",
+    /** Headings of the rule doc that hover must show. */
+    expectText: ["What it does", "Why is this bad?"],
+  },
+  fix: {
+    code: "CUL303",
+    text: "torch.cuda.amp.autocast()",
+    /** The quick fix's title in the lightbulb menu. */
+    title: "torch.amp.autocast",
+    expected: (before) => before.replace("torch.cuda.amp.autocast()", 'torch.amp.autocast("cuda")'),
+  },
+  probe: hasNvidiaDriver
+    ? { expectText: /free/i, statusText: /GPUs? [0-9.]+ [MG]iB free/ }
+    : { expectText: /no NVIDIA driver/i, statusText: /GPU: none/ },
+};
