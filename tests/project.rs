@@ -290,3 +290,42 @@ fn relative_to_cwd(script: &Path) -> PathBuf {
     }
     relative.join(script.strip_prefix("/").unwrap())
 }
+
+/// Lints every `.py` file under `$CULINT_REAL_WORLD` with one shared project index, as the CLI
+/// does, and prints each finding and each file that does not parse cleanly. This is how the
+/// public training scripts of tests/REAL_WORLD.md are reviewed:
+/// `CULINT_REAL_WORLD=/tmp/realworld cargo test --test project real_world -- --ignored --nocapture`.
+#[test]
+#[ignore = "needs CULINT_REAL_WORLD, a folder of downloaded training scripts"]
+fn real_world_scripts() {
+    let root = PathBuf::from(std::env::var("CULINT_REAL_WORLD").expect("CULINT_REAL_WORLD names a folder"));
+    let mut files = Vec::new();
+    let mut stack = vec![root];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "py") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    let project = ProjectIndex::new();
+    let mut total = 0;
+    for path in &files {
+        let text = std::fs::read_to_string(path).unwrap();
+        let syntax_errors = culint::parse::error_count(&culint::parse::parse(&text, None));
+        if syntax_errors > 0 {
+            println!("{}: {syntax_errors} syntax error node(s)", path.display());
+        }
+        let lines = LineIndex::new(&text);
+        for diagnostic in lint_with(path, Some(&project)) {
+            let at = lines.location(&text, diagnostic.range.start);
+            println!("{}:{}:{}: {} {}", path.display(), at.row, at.column, diagnostic.code, diagnostic.message);
+            total += 1;
+        }
+    }
+    println!("{} files, {total} findings", files.len());
+}
