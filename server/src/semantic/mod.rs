@@ -13,6 +13,7 @@ mod frameworks;
 pub mod imports;
 mod loops;
 pub mod names;
+mod star_imports;
 pub mod summary;
 pub mod training;
 
@@ -194,7 +195,7 @@ impl<'a> Model<'a> {
                 if let Some(binding) = self.imports.binding(name) {
                     return self.resolve_imported(&binding.qualified.clone());
                 }
-                self.local_function(name).map_or(CallTarget::Dynamic, CallTarget::Local)
+                self.local_function(name).map_or_else(|| self.resolve_star_imported(name), CallTarget::Local)
             }
             "attribute" => {
                 let object = function.child_by_field_name("object");
