@@ -99,6 +99,7 @@ pub fn apply_fixes<'a>(text: &str, fixes: impl IntoIterator<Item = &'a Fix>, thr
         .into_iter()
         .filter(|fix| fix.applicability >= threshold && fix.applicability != Applicability::DisplayOnly)
         .filter(|fix| fix.edits.iter().all(|e| e.range.end <= text.len() && valid_edit(text, e)))
+        .filter(|fix| fix.edits.windows(2).all(|pair| !overlaps(&pair[0], &pair[1])))
         .collect();
     candidates.sort_by_key(|fix| fix.range());
 

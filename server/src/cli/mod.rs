@@ -1,10 +1,15 @@
 //! The command line: `culint check | server | explain | probe | rule`.
 
+mod atomic_write;
 mod check;
+mod check_file;
 mod explain;
+pub mod output;
 mod probe;
-mod rule;
+pub mod rule;
 mod server;
+mod source;
+mod walk;
 
 use std::process::ExitCode;
 

@@ -1,11 +1,31 @@
-//! `culint server` (in progress).
+//! `culint server`: the language server over stdio.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-#[derive(clap::Args)]
-pub struct ServerArgs {}
+use crate::lsp;
 
-pub fn run(_args: ServerArgs) -> ExitCode {
-    eprintln!("culint server: not built yet");
-    ExitCode::from(super::EXIT_USAGE)
+#[derive(clap::Args)]
+pub struct ServerArgs {
+    /// Append the server's log to this file instead of stderr.
+    #[arg(long, value_name = "PATH")]
+    pub log_file: Option<PathBuf>,
+}
+
+pub fn run(args: ServerArgs) -> ExitCode {
+    if let Some(path) = &args.log_file
+        && let Err(error) = lsp::log::to_file(path)
+    {
+        eprintln!("culint server: cannot open the log file {}: {error}", path.display());
+        return ExitCode::from(super::EXIT_USAGE);
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("culint server: cannot start the async runtime: {error}");
+            return ExitCode::from(super::EXIT_USAGE);
+        }
+    };
+    runtime.block_on(lsp::serve(tokio::io::stdin(), tokio::io::stdout()));
+    ExitCode::SUCCESS
 }

@@ -1,1 +1,21 @@
-//! lsp (in progress)
+//! The language server: `culint server` speaks LSP over stdio.
+//!
+//! `server.rs` maps each LSP method to a one-line call into `handlers/<method>.rs`; the engine
+//! work behind every handler is the same `lint`/`fix_text` the CLI runs.
+
+pub mod capabilities;
+pub mod commands;
+pub mod context;
+pub mod diagnostics;
+pub mod edits;
+pub mod handlers;
+pub mod ignore_comment;
+pub mod log;
+pub mod position;
+pub mod server;
+pub mod session;
+pub mod settings;
+#[cfg(test)]
+pub mod testing;
+
+pub use server::{Server, serve};

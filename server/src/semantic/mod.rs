@@ -1,17 +1,344 @@
 //! The semantic model of one file: what the rules know beyond the syntax tree.
+//!
+//! One walk over the tree collects imports, calls (indexed by callee name), function and class
+//! definitions, loops and assignments. Loops are then classified (step, epoch, eval), framework
+//! configuration is read, and calls can be resolved to local functions, project helpers or
+//! libraries. Every rule shares one model per lint run.
 
-use tree_sitter::Tree;
+pub mod ast;
+mod contexts;
+mod cuda_init;
+pub mod environ;
+mod frameworks;
+pub mod imports;
+mod loops;
+pub mod names;
+mod star_imports;
+pub mod summary;
+pub mod training;
+
+use std::cell::OnceCell;
+use std::collections::HashMap;
+
+use tree_sitter::{Node, Tree};
 
 use crate::lint::LintContext;
+use crate::project::ProjectLookup;
+pub use contexts::with_items as contexts_with_items;
+pub use frameworks::Frameworks;
+use imports::Imports;
+pub use loops::{LoopInfo, LoopKind, is_eval_function_name};
+pub use summary::FunctionSummary;
+
+use ast::text;
 
 pub struct Model<'a> {
     pub text: &'a str,
     pub tree: &'a Tree,
     pub context: LintContext<'a>,
+    pub imports: Imports,
+    /// Every call, in source order.
+    pub calls: Vec<Node<'a>>,
+    calls_by_name: HashMap<&'a str, Vec<Node<'a>>>,
+    pub functions: Vec<Node<'a>>,
+    functions_by_name: HashMap<&'a str, Vec<Node<'a>>>,
+    pub classes: Vec<Node<'a>>,
+    /// Assignments (`x = ...`, `x: T = ...`), keyed by the target's text (`x`, `self.x`).
+    assignments: HashMap<&'a str, Vec<Node<'a>>>,
+    /// The file names CUDA in code (strings, attributes, names), not only in comments.
+    pub mentions_cuda: bool,
+    loops: OnceCell<Vec<LoopInfo<'a>>>,
+    frameworks: OnceCell<Frameworks>,
+    summaries: std::cell::RefCell<HashMap<usize, FunctionSummary>>,
+}
+
+/// What a call refers to, as far as the checker can see.
+#[derive(Debug, Clone)]
+pub enum CallTarget<'a> {
+    /// A function defined in this file.
+    Local(Node<'a>),
+    /// A function in another file of the project, known through its summary.
+    Project(FunctionSummary),
+    /// A library function, by qualified name.
+    Library(String),
+    /// A project-local helper the checker cannot see: rules that depend on it stay quiet.
+    Unseen,
+    /// A method of an object or anything else not resolvable by name.
+    Dynamic,
 }
 
 impl<'a> Model<'a> {
     pub fn new(text: &'a str, tree: &'a Tree, context: LintContext<'a>) -> Self {
-        Self { text, tree, context }
+        let mut model = Self {
+            text,
+            tree,
+            context,
+            imports: Imports::default(),
+            calls: Vec::new(),
+            calls_by_name: HashMap::new(),
+            functions: Vec::new(),
+            functions_by_name: HashMap::new(),
+            classes: Vec::new(),
+            assignments: HashMap::new(),
+            mentions_cuda: false,
+            loops: OnceCell::new(),
+            frameworks: OnceCell::new(),
+            summaries: Default::default(),
+        };
+        model.walk();
+        model
+    }
+
+    fn walk(&mut self) {
+        let source = self.text;
+        let mut cursor = self.tree.walk();
+        'outer: loop {
+            let node = cursor.node();
+            match node.kind() {
+                "call" => {
+                    self.calls.push(node);
+                    if let Some(name) = ast::callee_name(node, source) {
+                        self.calls_by_name.entry(name).or_default().push(node);
+                    }
+                }
+                "import_statement" | "import_from_statement" => self.imports.add_statement(node, source),
+                "function_definition" => {
+                    self.functions.push(node);
+                    if let Some(name) = ast::function_name(node, source) {
+                        self.functions_by_name.entry(name).or_default().push(node);
+                    }
+                }
+                "class_definition" => self.classes.push(node),
+                "assignment" => {
+                    if let Some(left) = node.child_by_field_name("left") {
+                        for name in ast::target_names(left, source) {
+                            self.assignments.entry(name).or_default().push(node);
+                        }
+                    }
+                }
+                "string_content" | "identifier" if !self.mentions_cuda => {
+                    self.mentions_cuda = text(node, source).to_ascii_lowercase().contains("cuda");
+                }
+                _ => {}
+            }
+            if cursor.goto_first_child() {
+                continue;
+            }
+            loop {
+                if cursor.goto_next_sibling() {
+                    continue 'outer;
+                }
+                if !cursor.goto_parent() {
+                    break 'outer;
+                }
+            }
+        }
+    }
+
+    pub fn node_text(&self, node: Node<'_>) -> &'a str {
+        text(node, self.text)
+    }
+
+    /// Calls whose callee's final name is `name` (`backward` finds `loss.backward()`).
+    pub fn calls_named(&self, name: &str) -> &[Node<'a>] {
+        self.calls_by_name.get(name).map_or(&[], Vec::as_slice)
+    }
+
+    /// Calls whose callee resolves to one of `qualified` names.
+    pub fn calls_to<'s>(&'s self, qualified: &'s [&str]) -> impl Iterator<Item = Node<'a>> + 's {
+        qualified
+            .iter()
+            .filter_map(|q| q.rsplit('.').next())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .flat_map(|name| self.calls_named(name).iter().copied())
+            .filter(|call| self.call_resolves_to(*call, qualified))
+    }
+
+    pub fn functions_named(&self, name: &str) -> &[Node<'a>] {
+        self.functions_by_name.get(name).map_or(&[], Vec::as_slice)
+    }
+
+    pub fn assignments_to(&self, target: &str) -> &[Node<'a>] {
+        self.assignments.get(target).map_or(&[], Vec::as_slice)
+    }
+
+    /// The qualified name of a name or attribute chain, through imports.
+    pub fn qualified_name(&self, node: Node<'_>) -> Option<String> {
+        self.imports.qualified_name(node, self.text)
+    }
+
+    /// The qualified name of a call's callee.
+    pub fn call_qualified_name(&self, call: Node<'_>) -> Option<String> {
+        ast::callee(call).and_then(|f| self.qualified_name(f))
+    }
+
+    pub fn call_resolves_to(&self, call: Node<'_>, qualified: &[&str]) -> bool {
+        self.call_qualified_name(call).is_some_and(|q| qualified.contains(&q.as_str()))
+    }
+
+    pub fn resolves_to(&self, node: Node<'_>, qualified: &[&str]) -> bool {
+        self.qualified_name(node).is_some_and(|q| qualified.contains(&q.as_str()))
+    }
+
+    pub fn frameworks(&self) -> &Frameworks {
+        self.frameworks.get_or_init(|| Frameworks::read(self))
+    }
+
+    /// What a call refers to.
+    pub fn resolve_call(&self, call: Node<'a>) -> CallTarget<'a> {
+        let Some(function) = ast::callee(call) else { return CallTarget::Dynamic };
+        let source = self.text;
+        match function.kind() {
+            "identifier" => {
+                let name = text(function, source);
+                if let Some(binding) = self.imports.binding(name) {
+                    return self.resolve_imported(&binding.qualified.clone());
+                }
+                self.local_function(name).map_or_else(|| self.resolve_star_imported(name), CallTarget::Local)
+            }
+            "attribute" => {
+                let object = function.child_by_field_name("object");
+                // `self.helper()` inside a class: a method of the same class.
+                if object.is_some_and(|o| text(o, source) == "self")
+                    && let Some(name) = function.child_by_field_name("attribute").map(|a| text(a, source))
+                    && let Some(class) = ast::enclosing_function(call).and_then(ast::method_class)
+                {
+                    return self
+                        .functions_named(name)
+                        .iter()
+                        .copied()
+                        .find(|f| ast::method_class(*f).is_some_and(|c| c.id() == class.id()))
+                        .map_or(CallTarget::Dynamic, CallTarget::Local);
+                }
+                match self.qualified_name(function) {
+                    Some(qualified) => self.resolve_imported(&qualified),
+                    None => CallTarget::Dynamic,
+                }
+            }
+            _ => CallTarget::Dynamic,
+        }
+    }
+
+    fn local_function(&self, name: &str) -> Option<Node<'a>> {
+        // Prefer a module-level function over a method of the same name.
+        let candidates = self.functions_named(name);
+        candidates.iter().copied().find(|f| ast::method_class(*f).is_none()).or_else(|| candidates.first().copied())
+    }
+
+    fn resolve_imported(&self, qualified: &str) -> CallTarget<'a> {
+        if let Some(project) = self.context.project {
+            match project.lookup(self.context.path, qualified) {
+                ProjectLookup::Found(summary) => return CallTarget::Project(summary),
+                ProjectLookup::Missing => return CallTarget::Unseen,
+                ProjectLookup::NotInProject => {}
+            }
+        }
+        if qualified.starts_with('.') || !names::is_known_library(qualified) {
+            CallTarget::Unseen
+        } else {
+            CallTarget::Library(qualified.to_owned())
+        }
+    }
+
+    /// The summary of what a called function does, when the checker can see it.
+    pub fn callee_summary(&self, call: Node<'a>) -> Option<FunctionSummary> {
+        match self.resolve_call(call) {
+            CallTarget::Local(function) => Some(self.function_summary(function)),
+            CallTarget::Project(summary) => Some(summary),
+            _ => None,
+        }
+    }
+
+    /// The summary of a function defined in this file, following its calls of other local
+    /// functions.
+    pub fn function_summary(&self, function: Node<'a>) -> FunctionSummary {
+        if let Some(summary) = self.summaries.borrow().get(&function.id()) {
+            return summary.clone();
+        }
+        // Mark as in progress with an empty summary so recursion terminates.
+        self.summaries.borrow_mut().insert(function.id(), FunctionSummary::default());
+        let summary = summary::summarize(self, function);
+        self.summaries.borrow_mut().insert(function.id(), summary.clone());
+        summary
+    }
+
+    /// Whether a call goes to a helper the checker cannot see.
+    pub fn is_unseen_call(&self, call: Node<'a>) -> bool {
+        matches!(self.resolve_call(call), CallTarget::Unseen)
+    }
+
+    /// Calls inside `node` (the node itself included), in source order.
+    pub fn calls_within(&self, node: Node<'_>) -> impl Iterator<Item = Node<'a>> + '_ {
+        let (start, end) = (node.start_byte(), node.end_byte());
+        let first = self.calls.partition_point(|c| c.start_byte() < start);
+        self.calls[first..]
+            .iter()
+            .copied()
+            .take_while(move |c| c.start_byte() < end)
+            .filter(move |c| c.end_byte() <= end)
+    }
+
+    /// Calls inside `node` but not inside a nested function, class or lambda.
+    pub fn own_calls_within(&self, node: Node<'a>) -> impl Iterator<Item = Node<'a>> + '_ {
+        self.calls_within(node).filter(move |call| !crosses_boundary(*call, node))
+    }
+}
+
+/// Whether a function, class or lambda boundary lies between `node` and its ancestor `top`.
+pub fn crosses_boundary(node: Node<'_>, top: Node<'_>) -> bool {
+    let mut current = node.parent();
+    while let Some(n) = current {
+        if n.id() == top.id() {
+            return false;
+        }
+        if ast::is_function_boundary(n) {
+            return true;
+        }
+        current = n.parent();
+    }
+    false
+}
+
+impl<'a> Model<'a> {
+    /// Whether a plain name is bound where `at` runs: a parameter of the enclosing function, an
+    /// assignment earlier in that function, or a module-level assignment or import.
+    pub fn is_visible_at(&self, name: &str, at: Node<'_>) -> bool {
+        let function = ast::enclosing_function(at);
+        if let Some(function) = function
+            && let Some(parameters) = function.child_by_field_name("parameters")
+        {
+            let mut cursor = parameters.walk();
+            let is_parameter = parameters.named_children(&mut cursor).any(|p| {
+                let name_node = match p.kind() {
+                    "identifier" => Some(p),
+                    _ => p.child_by_field_name("name").or_else(|| p.named_child(0)),
+                };
+                name_node.is_some_and(|n| n.kind() == "identifier" && self.node_text(n) == name)
+            });
+            if is_parameter {
+                return true;
+            }
+        }
+        if self.imports.binding(name).is_some() {
+            return true;
+        }
+        self.assignments_to(name).iter().any(|assignment| {
+            let scope = ast::enclosing_function(*assignment);
+            match (scope, function) {
+                (None, _) => true,
+                (Some(s), Some(f)) => s.id() == f.id() && ast::precedes(*assignment, at),
+                (Some(_), None) => false,
+            }
+        })
+    }
+}
+
+impl<'a> Model<'a> {
+    /// Every assignment target with its assignments, in a stable order.
+    pub fn assignment_targets(&self) -> Vec<(&'a str, &[Node<'a>])> {
+        let mut targets: Vec<_> = self.assignments.iter().map(|(k, v)| (*k, v.as_slice())).collect();
+        targets.sort_by_key(|(_, v)| v.first().map(|n| n.start_byte()));
+        targets
     }
 }

@@ -1,0 +1,64 @@
+//! Ruff's JSON shape, so tools that read `ruff check --output-format json` read culint too:
+//! a list of findings with `code`, `message`, `filename` (absolute), one-based `location` /
+//! `end_location` (`row`, `column` in characters), `fix` (or null), `url` and `noqa_row`; plus
+//! culint's `name`, `severity`, `knowledge` and `related`.
+
+use serde_json::{Value, json};
+
+use crate::fix::Fix;
+use crate::text::LineIndex;
+
+use super::{Located, RenderOptions, rule_url};
+
+pub fn render(findings: &[Located<'_>], options: &RenderOptions<'_>) -> String {
+    let values: Vec<Value> = findings.iter().map(|finding| to_json(finding, options)).collect();
+    let mut out = serde_json::to_string_pretty(&values).expect("JSON values serialise");
+    out.push('\n');
+    out
+}
+
+fn to_json(finding: &Located<'_>, options: &RenderOptions<'_>) -> Value {
+    let diagnostic = finding.diagnostic;
+    let text = &finding.report.text;
+    let lines = &finding.lines;
+    let path = &finding.report.path;
+    let absolute = if path.is_absolute() || path.as_os_str() == "-" { path.clone() } else { options.cwd.join(path) };
+    let related: Vec<Value> = diagnostic
+        .related
+        .iter()
+        .map(|related| {
+            json!({
+                "message": related.message,
+                "location": lines.location(text, related.range.start),
+                "end_location": lines.location(text, related.range.end),
+            })
+        })
+        .collect();
+    json!({
+        "cell": null,
+        "code": diagnostic.code,
+        "name": diagnostic.name,
+        "message": diagnostic.message,
+        "severity": diagnostic.severity,
+        "filename": absolute.to_string_lossy(),
+        "location": finding.start,
+        "end_location": finding.end,
+        "fix": diagnostic.fix.as_ref().map(|fix| fix_json(fix, text, lines)),
+        "url": rule_url(&diagnostic.code),
+        "noqa_row": finding.start.row,
+        "knowledge": diagnostic.knowledge,
+        "related": related,
+    })
+}
+
+fn fix_json(fix: &Fix, text: &str, lines: &LineIndex) -> Value {
+    json!({
+        "applicability": fix.applicability.as_str(),
+        "message": fix.title,
+        "edits": fix.edits.iter().map(|edit| json!({
+            "content": edit.content,
+            "location": lines.location(text, edit.range.start),
+            "end_location": lines.location(text, edit.range.end),
+        })).collect::<Vec<_>>(),
+    })
+}

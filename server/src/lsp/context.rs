@@ -1,0 +1,179 @@
+//! What every handler and background task shares: the client connection, the session, and the
+//! machinery that runs engine work off the async threads.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+
+use tower_lsp_server::Client;
+use tower_lsp_server::jsonrpc;
+use tower_lsp_server::ls_types::{MessageType, Uri};
+
+use crate::diagnostic::Diagnostic;
+use crate::lint::{LintContext, lint};
+use crate::lsp::diagnostics::to_lsp;
+use crate::lsp::log;
+use crate::lsp::position::PositionMapper;
+use crate::lsp::session::{SharedSession, Snapshot};
+
+#[derive(Clone)]
+pub struct ServerContext {
+    pub client: Client,
+    pub session: SharedSession,
+    /// Held from the "is this result still current?" check to the end of the publish, so a
+    /// result for an older version can never be sent after one for a newer version.
+    publish_lock: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl ServerContext {
+    pub fn new(client: Client) -> Self {
+        Self { client, session: SharedSession::default(), publish_lock: Arc::default() }
+    }
+
+    /// Log to the client's output panel and to the server's own log.
+    pub async fn log(&self, level: MessageType, message: impl Into<String>) {
+        let message = message.into();
+        log::write(&message);
+        self.client.log_message(level, message).await;
+    }
+
+    /// Show a configuration problem to the user, once per session and configuration.
+    pub async fn report_problem(&self, problem: &str) {
+        let first_time = self.session.lock().reported_problems.insert(problem.to_owned());
+        if first_time {
+            log::write(problem);
+            self.client.show_message(MessageType::ERROR, problem).await;
+        }
+    }
+
+    /// Run engine work on the blocking pool. A panic there becomes an internal error for this
+    /// request, logged to the client, and the server keeps running.
+    pub async fn blocking<T, F>(&self, what: &'static str, work: F) -> jsonrpc::Result<T>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        match tokio::task::spawn_blocking(work).await {
+            Ok(value) => Ok(value),
+            Err(error) => {
+                let reason = match error.try_into_panic() {
+                    Ok(payload) => panic_message(payload.as_ref()),
+                    Err(error) => error.to_string(),
+                };
+                self.log(MessageType::ERROR, format!("culint: {what} failed: {reason}")).await;
+                Err(jsonrpc::Error {
+                    code: jsonrpc::ErrorCode::InternalError,
+                    message: format!("culint: {what} failed: {reason}").into(),
+                    data: None,
+                })
+            }
+        }
+    }
+
+    /// Run synchronous handler code, turning a panic into a logged internal error.
+    pub async fn guarded<T>(
+        &self,
+        what: &'static str,
+        work: impl FnOnce() -> jsonrpc::Result<T>,
+    ) -> jsonrpc::Result<T> {
+        match catch_unwind(AssertUnwindSafe(work)) {
+            Ok(result) => result,
+            Err(payload) => {
+                let reason = panic_message(payload.as_ref());
+                self.log(MessageType::ERROR, format!("culint: {what} failed: {reason}")).await;
+                Err(jsonrpc::Error::internal_error())
+            }
+        }
+    }
+
+    /// Lint the document as it is now, unless a fresh result is cached. `None` when the document
+    /// changed (or closed) while it was being linted: such a result must not be shown.
+    pub async fn lint_current(&self, uri: &Uri) -> jsonrpc::Result<Option<(Snapshot, Arc<Vec<Diagnostic>>)>> {
+        let snapshot = {
+            let session = self.session.lock();
+            let Some(snapshot) = session.snapshot(uri) else { return Err(unknown_document(uri)) };
+            if let Some(result) = session.fresh_result(uri) {
+                return Ok(Some((snapshot, result.diagnostics)));
+            }
+            snapshot
+        };
+        if let Some(problem) = &snapshot.config_problem {
+            self.report_problem(problem).await;
+        }
+        let input = snapshot.clone();
+        let diagnostics = Arc::new(self.blocking("lint", move || lint_snapshot(&input)).await?);
+        let stored = self.session.lock().store(&snapshot, diagnostics.clone());
+        Ok(stored.then_some((snapshot, diagnostics)))
+    }
+
+    /// Lint a document in the background and push the result, if it is still current when done.
+    /// Used only when the client does not pull diagnostics.
+    pub fn spawn_publish(&self, uri: Uri) {
+        let context = self.clone();
+        tokio::spawn(async move { context.publish(&uri).await });
+    }
+
+    async fn publish(&self, uri: &Uri) {
+        // A newer edit makes this run pointless before it starts; skip the work entirely.
+        let Ok(Some((snapshot, diagnostics))) = self.lint_current(uri).await else { return };
+        let _order = self.publish_lock.lock().await;
+        if !self.session.lock().is_current(&snapshot) {
+            return;
+        }
+        let encoding = self.session.lock().features.encoding;
+        let mapper = PositionMapper::new(&snapshot.text, encoding);
+        let items = diagnostics.iter().map(|d| to_lsp(d, &mapper, uri, snapshot.version)).collect();
+        self.client.publish_diagnostics(uri.clone(), items, Some(snapshot.version)).await;
+    }
+
+    /// Withdraw pushed diagnostics (the document was closed), in order with pending publishes.
+    pub async fn clear_diagnostics(&self, uri: Uri) {
+        let _order = self.publish_lock.lock().await;
+        self.client.publish_diagnostics(uri, Vec::new(), None).await;
+    }
+
+    /// After settings, configuration files or hardware facts changed: reload the configuration,
+    /// then push fresh diagnostics for every open document, or ask a pulling client to pull again.
+    pub async fn refresh_diagnostics(&self) {
+        let (pull, refresh, uris) = {
+            let mut session = self.session.lock();
+            session.reload_configuration();
+            let uris: Vec<Uri> = session.documents.keys().cloned().collect();
+            (session.features.pull_diagnostics, session.features.diagnostic_refresh, uris)
+        };
+        if pull {
+            if refresh && let Err(error) = self.client.workspace_diagnostic_refresh().await {
+                self.log(MessageType::WARNING, format!("culint: diagnostic refresh was refused: {error}")).await;
+            }
+            return;
+        }
+        for uri in uris {
+            self.spawn_publish(uri);
+        }
+    }
+}
+
+/// The engine call behind every diagnostic the server reports.
+pub fn lint_snapshot(snapshot: &Snapshot) -> Vec<Diagnostic> {
+    if snapshot.excluded {
+        return Vec::new();
+    }
+    let context = LintContext { path: snapshot.path.as_deref(), project: None };
+    lint(&snapshot.text, &snapshot.tree, context, &snapshot.settings)
+}
+
+pub fn unknown_document(uri: &Uri) -> jsonrpc::Error {
+    jsonrpc::Error::invalid_params(format!(
+        "culint has no open document {}: send textDocument/didOpen before requests about it",
+        uri.as_str()
+    ))
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(message) = payload.downcast_ref::<&str>() {
+        (*message).to_owned()
+    } else if let Some(message) = payload.downcast_ref::<String>() {
+        message.clone()
+    } else {
+        "panic with a non-text payload".to_owned()
+    }
+}

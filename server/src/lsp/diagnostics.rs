@@ -1,0 +1,138 @@
+//! Engine diagnostics as LSP diagnostics.
+//!
+//! Related information, code descriptions and tags are always sent: the protocol lets clients
+//! ignore fields they do not support, and every client that matters supports them.
+
+use serde::{Deserialize, Serialize};
+use tower_lsp_server::ls_types::{
+    self as lsp, CodeDescription, DiagnosticRelatedInformation, DiagnosticTag, Location, NumberOrString, Uri,
+};
+
+use crate::diagnostic::{Diagnostic, Severity};
+use crate::fix::Fix;
+use crate::lsp::position::PositionMapper;
+
+/// Every diagnostic's `source`.
+pub const SOURCE: &str = "culint";
+
+/// Where each rule's page lives: `<RULE_DOCS_BASE_URL><CODE>.md` (generated into `docs/rules/`
+/// from the rule docs).
+pub const RULE_DOCS_BASE_URL: &str = "https://github.com/culint/culint/blob/main/docs/rules/";
+
+/// What a diagnostic carries in its `data`, so code actions need no server-side cache: the fix,
+/// and the document version its byte offsets refer to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiagnosticData {
+    pub version: i32,
+    pub fix: Option<Fix>,
+}
+
+pub fn rule_url(code: &str) -> Option<Uri> {
+    format!("{RULE_DOCS_BASE_URL}{code}.md").parse().ok()
+}
+
+pub fn to_lsp(diagnostic: &Diagnostic, mapper: &PositionMapper<'_>, uri: &Uri, version: i32) -> lsp::Diagnostic {
+    let is_rule = crate::rules::by_code(&diagnostic.code).is_some();
+    let related: Vec<DiagnosticRelatedInformation> = diagnostic
+        .related
+        .iter()
+        .map(|related| DiagnosticRelatedInformation {
+            location: Location { uri: uri.clone(), range: mapper.range(related.range) },
+            message: related.message.clone(),
+        })
+        .collect();
+    let data = DiagnosticData { version, fix: diagnostic.fix.clone() };
+    lsp::Diagnostic {
+        range: mapper.range(diagnostic.range),
+        severity: Some(severity(diagnostic.severity)),
+        code: Some(NumberOrString::String(diagnostic.code.clone())),
+        code_description: is_rule.then(|| rule_url(&diagnostic.code)).flatten().map(|href| CodeDescription { href }),
+        source: Some(SOURCE.to_owned()),
+        message: diagnostic.message.clone(),
+        related_information: (!related.is_empty()).then_some(related),
+        tags: diagnostic.deprecated.then(|| vec![DiagnosticTag::DEPRECATED]),
+        data: serde_json::to_value(data).ok(),
+    }
+}
+
+fn severity(severity: Severity) -> lsp::DiagnosticSeverity {
+    match severity {
+        Severity::Error => lsp::DiagnosticSeverity::ERROR,
+        Severity::Warning => lsp::DiagnosticSeverity::WARNING,
+        Severity::Info => lsp::DiagnosticSeverity::INFORMATION,
+        Severity::Hint => lsp::DiagnosticSeverity::HINT,
+    }
+}
+
+/// The `data` of a diagnostic the client sends back, when it is culint's.
+pub fn data_of(diagnostic: &lsp::Diagnostic) -> Option<DiagnosticData> {
+    if diagnostic.source.as_deref() != Some(SOURCE) {
+        return None;
+    }
+    serde_json::from_value(diagnostic.data.clone()?).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnostic::Related;
+    use crate::fix::Edit;
+    use crate::lsp::position::PositionEncoding;
+    use crate::text::TextRange;
+
+    fn sample(text: &str) -> Diagnostic {
+        let start = text.find("torch.cuda.amp").unwrap();
+        let import = text.find("import torch").unwrap();
+        Diagnostic {
+            code: "CUL303".to_owned(),
+            name: "deprecated-cuda-amp".to_owned(),
+            range: TextRange::new(start, start + "torch.cuda.amp.autocast()".len()),
+            message: "`torch.cuda.amp.autocast` is deprecated".to_owned(),
+            severity: Severity::Warning,
+            fix: Some(Fix::safe(
+                "Use `torch.amp.autocast(\"cuda\")`",
+                vec![Edit::replacement(TextRange::new(start, start + 14), "torch.amp")],
+            )),
+            knowledge: None,
+            related: vec![Related { range: TextRange::new(import, import + 12), message: "imported here".to_owned() }],
+            deprecated: true,
+        }
+    }
+
+    #[test]
+    fn converts_ranges_tags_related_and_data() {
+        let text = "# 混合精度\nimport torch\nwith torch.cuda.amp.autocast():\n    pass\n";
+        let uri: Uri = "file:///w/train.py".parse().unwrap();
+        let mapper = PositionMapper::new(text, PositionEncoding::Utf16);
+        let lsp = to_lsp(&sample(text), &mapper, &uri, 7);
+        assert_eq!(lsp.range.start, lsp::Position { line: 2, character: 5 });
+        assert_eq!(lsp.range.end, lsp::Position { line: 2, character: 30 });
+        assert_eq!(lsp.severity, Some(lsp::DiagnosticSeverity::WARNING));
+        assert_eq!(lsp.code, Some(NumberOrString::String("CUL303".to_owned())));
+        assert_eq!(lsp.source.as_deref(), Some("culint"));
+        assert_eq!(lsp.tags, Some(vec![DiagnosticTag::DEPRECATED]));
+        let related = lsp.related_information.as_ref().unwrap();
+        assert_eq!(related[0].location.range.start, lsp::Position { line: 1, character: 0 });
+        assert_eq!(related[0].location.uri, uri);
+        let data = data_of(&lsp).unwrap();
+        assert_eq!(data.version, 7);
+        assert_eq!(data.fix, sample(text).fix);
+    }
+
+    #[test]
+    fn rule_urls_point_at_the_rule_page() {
+        assert_eq!(
+            rule_url("CUL201").unwrap().as_str(),
+            "https://github.com/culint/culint/blob/main/docs/rules/CUL201.md"
+        );
+    }
+
+    #[test]
+    fn foreign_diagnostics_carry_no_culint_data() {
+        let text = "import torch\nwith torch.cuda.amp.autocast():\n    pass\n";
+        let uri: Uri = "file:///w/train.py".parse().unwrap();
+        let mut lsp = to_lsp(&sample(text), &PositionMapper::new(text, PositionEncoding::Utf8), &uri, 1);
+        lsp.source = Some("ruff".to_owned());
+        assert_eq!(data_of(&lsp), None);
+    }
+}

@@ -1,0 +1,196 @@
+//! `textDocument/didChange`: apply incremental changes to the rope and the tree, in order, then
+//! re-lint in the background for clients that do not pull.
+
+use tower_lsp_server::ls_types::{DidChangeTextDocumentParams, MessageType, TextDocumentContentChangeEvent};
+
+use crate::lsp::context::ServerContext;
+use crate::lsp::position::{PositionEncoding, PositionMapper};
+use crate::lsp::session::OpenDocument;
+
+pub async fn did_change(context: &ServerContext, params: DidChangeTextDocumentParams) {
+    let uri = params.text_document.uri;
+    let version = params.text_document.version;
+    // Applied before the first `await`, so changes land in the order the client sent them.
+    let applied = context
+        .guarded("didChange", || {
+            let mut session = context.session.lock();
+            let encoding = session.features.encoding;
+            let push = !session.features.pull_diagnostics;
+            let Some(open) = session.documents.get_mut(&uri) else {
+                return Ok(Err(format!("culint: ignored a change to {}, which is not open", uri.as_str())));
+            };
+            Ok(apply_changes(open, &params.content_changes, version, encoding).map(|()| push))
+        })
+        .await;
+    match applied {
+        Ok(Ok(true)) => context.spawn_publish(uri),
+        Ok(Ok(false)) | Err(_) => {}
+        Ok(Err(problem)) => context.log(MessageType::ERROR, problem).await,
+    }
+}
+
+/// Apply the changes of one notification, each to the text the previous one produced.
+pub fn apply_changes(
+    open: &mut OpenDocument,
+    changes: &[TextDocumentContentChangeEvent],
+    version: i32,
+    encoding: PositionEncoding,
+) -> Result<(), String> {
+    if version <= open.document.version() {
+        crate::lsp::log::write(&format!(
+            "culint: version {version} is not newer than {}; applying the change anyway",
+            open.document.version()
+        ));
+    }
+    open.revision += 1;
+    for change in changes {
+        let Some(range) = change.range else {
+            open.document.replace(&change.text, version);
+            continue;
+        };
+        let byte_range = {
+            let mapper = PositionMapper::new(open.document.text(), encoding);
+            mapper.text_range(range)
+        };
+        match byte_range {
+            Ok(byte_range) => open.document.edit(byte_range, &change.text),
+            Err(error) => {
+                open.document.set_version(version);
+                return Err(format!(
+                    "culint: a change was dropped because its {error}; the server's copy of the file may now \
+                     differ from the editor's: close and reopen the file"
+                ));
+            }
+        }
+    }
+    open.document.set_version(version);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use tower_lsp_server::ls_types::{Position, Range};
+
+    use super::*;
+    use crate::document::Document;
+    use crate::parse::parse;
+
+    fn change(start: (u32, u32), end: (u32, u32), text: &str) -> TextDocumentContentChangeEvent {
+        TextDocumentContentChangeEvent {
+            range: Some(Range {
+                start: Position { line: start.0, character: start.1 },
+                end: Position { line: end.0, character: end.1 },
+            }),
+            range_length: None,
+            text: text.to_owned(),
+        }
+    }
+
+    #[test]
+    fn applies_a_batch_in_order_in_utf16() {
+        let mut open = OpenDocument::new(Document::new("# 显存 😀\nx = 1\r\ny = 2\n", 1), None);
+        let changes = [
+            change((0, 7), (0, 7), "!"),  // after the emoji, which takes two UTF-16 units
+            change((1, 4), (1, 5), "42"), // x = 42
+            change((2, 0), (2, 0), "z = 3\n"),
+        ];
+        apply_changes(&mut open, &changes, 2, PositionEncoding::Utf16).unwrap();
+        let text = open.document.text().to_owned();
+        assert_eq!(text, "# 显存 😀!\nx = 42\r\nz = 3\ny = 2\n");
+        assert_eq!(open.document.version(), 2);
+        assert_eq!(open.revision, 1);
+        assert_eq!(open.document.tree().root_node().to_sexp(), parse(&text, None).root_node().to_sexp());
+    }
+
+    #[test]
+    fn utf8_positions_count_bytes() {
+        let mut open = OpenDocument::new(Document::new("# 显存\nx\n", 1), None);
+        apply_changes(&mut open, &[change((0, 8), (0, 8), "!")], 2, PositionEncoding::Utf8).unwrap();
+        assert_eq!(open.document.text(), "# 显存!\nx\n");
+    }
+
+    #[test]
+    fn full_text_changes_replace_the_document() {
+        let mut open = OpenDocument::new(Document::new("a\n", 1), None);
+        let full = TextDocumentContentChangeEvent { range: None, range_length: None, text: "b = 1\n".to_owned() };
+        apply_changes(&mut open, &[full, change((0, 0), (0, 1), "c")], 5, PositionEncoding::Utf16).unwrap();
+        assert_eq!(open.document.text(), "c = 1\n");
+        assert_eq!(open.document.version(), 5);
+    }
+
+    #[test]
+    fn a_change_past_the_end_is_refused_with_a_reason() {
+        let mut open = OpenDocument::new(Document::new("a\n", 1), None);
+        let error = apply_changes(&mut open, &[change((9, 0), (9, 1), "x")], 2, PositionEncoding::Utf16).unwrap_err();
+        assert!(error.contains("position 9:0 is past the end"), "{error}");
+        assert_eq!(open.document.text(), "a\n");
+    }
+}
+
+#[cfg(test)]
+mod protocol_tests {
+    use serde_json::json;
+
+    use crate::lsp::testing::{TestClient, basic_capabilities, position, uri};
+
+    fn edit(file: &str, version: i64, start: (u32, u32), end: (u32, u32), text: &str) -> serde_json::Value {
+        json!({
+            "textDocument": {"uri": file, "version": version},
+            "contentChanges": [{"range": {"start": position(start.0, start.1), "end": position(end.0, end.1)}, "text": text}]
+        })
+    }
+
+    #[tokio::test]
+    async fn incremental_edits_update_diagnostics_per_version() {
+        let (mut client, _) = TestClient::start(basic_capabilities(), json!({"showSyntaxErrors": true})).await;
+        let file = uri("train.py");
+        client.open(&file, "# 注释\nx = 1\n").await;
+        assert!(client.diagnostics(&file, 1).await.is_empty());
+
+        // Break line 1 after a CJK comment line: the range must be in UTF-16 units of line 1.
+        client.notify("textDocument/didChange", edit(&file, 2, (1, 5), (1, 5), " +")).await;
+        let broken = client.diagnostics(&file, 2).await;
+        assert_eq!(broken.len(), 1, "{broken:#?}");
+        assert_eq!(broken[0]["range"]["start"]["line"], 1);
+
+        client.notify("textDocument/didChange", edit(&file, 3, (1, 5), (1, 7), "")).await;
+        assert!(client.diagnostics(&file, 3).await.is_empty());
+        client.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn a_burst_of_edits_ends_with_diagnostics_for_the_last_version() {
+        let (mut client, _) = TestClient::start(basic_capabilities(), json!({"showSyntaxErrors": true})).await;
+        let file = uri("burst.py");
+        client.open(&file, "x = 1\n").await;
+        for version in 2..=40 {
+            let text = if version % 2 == 0 { "(" } else { ")" };
+            let column = (version - 2) as u32;
+            client.notify("textDocument/didChange", edit(&file, version, (0, 5 + column), (0, 5 + column), text)).await;
+        }
+        // 39 edits: 20 "(" and 19 ")", so the final text is unbalanced.
+        let last = client.diagnostics(&file, 40).await;
+        assert!(!last.is_empty());
+        let versions: Vec<i64> = client
+            .received("textDocument/publishDiagnostics")
+            .iter()
+            .filter_map(|m| m["params"]["version"].as_i64())
+            .collect();
+        assert!(versions.windows(2).all(|w| w[0] < w[1]), "published out of order: {versions:?}");
+        client.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn a_change_to_an_unknown_document_is_logged_and_the_server_goes_on() {
+        let (mut client, _) = TestClient::start(basic_capabilities(), json!({})).await;
+        client.notify("textDocument/didChange", edit(&uri("nope.py"), 2, (0, 0), (0, 0), "x")).await;
+        let log = client
+            .wait_for(|m| {
+                m["method"] == "window/logMessage"
+                    && m["params"]["message"].as_str().is_some_and(|text| text.contains("nope.py"))
+            })
+            .await;
+        assert!(log["params"]["message"].as_str().unwrap().contains("which is not open"), "{log}");
+        client.shutdown().await;
+    }
+}

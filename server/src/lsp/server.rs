@@ -1,0 +1,93 @@
+//! The `LanguageServer` implementation: one line per method, each delegating to
+//! `handlers/<method>.rs`.
+
+use serde_json::Value;
+use tower_lsp_server::jsonrpc::Result;
+use tower_lsp_server::ls_types::*;
+use tower_lsp_server::{Client, LanguageServer, LspService};
+
+use crate::lsp::context::ServerContext;
+use crate::lsp::handlers;
+
+/// How many requests may be in flight at once. Notifications queue behind in-flight requests,
+/// so this is well above the handful a client keeps open (diagnostics, hover, code actions).
+const MAX_CONCURRENCY: usize = 32;
+
+pub struct Server {
+    context: ServerContext,
+}
+
+impl Server {
+    pub fn new(client: Client) -> Self {
+        Self { context: ServerContext::new(client) }
+    }
+
+    pub fn context(&self) -> &ServerContext {
+        &self.context
+    }
+}
+
+impl LanguageServer for Server {
+    async fn initialize(&self, params: InitializeParams) -> Result<InitializeResult> {
+        handlers::initialize::initialize(&self.context, params).await
+    }
+
+    async fn initialized(&self, params: InitializedParams) {
+        handlers::initialized::initialized(&self.context, params).await
+    }
+
+    async fn shutdown(&self) -> Result<()> {
+        handlers::shutdown::shutdown(&self.context).await
+    }
+
+    async fn did_open(&self, params: DidOpenTextDocumentParams) {
+        handlers::did_open::did_open(&self.context, params).await
+    }
+
+    async fn did_change(&self, params: DidChangeTextDocumentParams) {
+        handlers::did_change::did_change(&self.context, params).await
+    }
+
+    async fn did_close(&self, params: DidCloseTextDocumentParams) {
+        handlers::did_close::did_close(&self.context, params).await
+    }
+
+    async fn diagnostic(&self, params: DocumentDiagnosticParams) -> Result<DocumentDiagnosticReportResult> {
+        handlers::document_diagnostic::document_diagnostic(&self.context, params).await
+    }
+
+    async fn code_action(&self, params: CodeActionParams) -> Result<Option<CodeActionResponse>> {
+        handlers::code_action::code_action(&self.context, params).await
+    }
+
+    async fn hover(&self, params: HoverParams) -> Result<Option<Hover>> {
+        handlers::hover::hover(&self.context, params).await
+    }
+
+    async fn execute_command(&self, params: ExecuteCommandParams) -> Result<Option<Value>> {
+        handlers::execute_command::execute_command(&self.context, params).await
+    }
+
+    async fn did_change_configuration(&self, params: DidChangeConfigurationParams) {
+        handlers::did_change_configuration::did_change_configuration(&self.context, params).await
+    }
+
+    async fn did_change_watched_files(&self, params: DidChangeWatchedFilesParams) {
+        handlers::did_change_watched_files::did_change_watched_files(&self.context, params).await
+    }
+
+    async fn did_change_workspace_folders(&self, params: DidChangeWorkspaceFoldersParams) {
+        handlers::did_change_workspace_folders::did_change_workspace_folders(&self.context, params).await
+    }
+}
+
+/// Serve LSP over a pair of byte streams (stdio in production, an in-memory pipe in tests)
+/// until the client sends `exit` or closes the input.
+pub async fn serve<I, O>(input: I, output: O)
+where
+    I: tokio::io::AsyncRead + Unpin,
+    O: tokio::io::AsyncWrite,
+{
+    let (service, socket) = LspService::new(Server::new);
+    tower_lsp_server::Server::new(input, output, socket).concurrency_level(MAX_CONCURRENCY).serve(service).await;
+}

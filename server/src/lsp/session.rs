@@ -1,0 +1,240 @@
+//! The server's state between messages: open documents, settings, workspace folders and the
+//! cached hardware facts.
+//!
+//! One `std::sync::Mutex` guards it. Handlers hold the lock only for bookkeeping (applying an
+//! edit, taking a snapshot, storing a result) and never across an `await` or a lint run, so the
+//! lock is never contended for long and notifications are applied in the order they arrive.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use tower_lsp_server::ls_types::Uri;
+use tree_sitter::Tree;
+
+use crate::config::{Overrides, Resolver};
+use crate::diagnostic::Diagnostic;
+use crate::document::Document;
+use crate::fix::Applicability;
+use crate::hardware::HardwareFacts;
+use crate::knowledge::Lang;
+use crate::lint::LintSettings;
+use crate::lsp::capabilities::ClientFeatures;
+use crate::lsp::settings::ClientSettings;
+use crate::probe::ProbeReport;
+
+/// An open buffer and the last lint result computed for it.
+pub struct OpenDocument {
+    pub document: Document,
+    /// The file behind the buffer, when the URI is a `file:` URI.
+    pub path: Option<PathBuf>,
+    /// Counts every change, so a result is never mistaken for current when a client repeats
+    /// a version number.
+    pub revision: u64,
+    pub linted: Option<LintResult>,
+}
+
+impl OpenDocument {
+    pub fn new(document: Document, path: Option<PathBuf>) -> Self {
+        Self { document, path, revision: 0, linted: None }
+    }
+}
+
+/// Diagnostics for one version of a document under one generation of settings.
+#[derive(Clone)]
+pub struct LintResult {
+    pub revision: u64,
+    pub generation: u64,
+    pub diagnostics: Arc<Vec<Diagnostic>>,
+}
+
+/// Everything a lint run needs, copied out of the session so the run holds no lock.
+#[derive(Clone)]
+pub struct Snapshot {
+    pub uri: Uri,
+    pub version: i32,
+    pub revision: u64,
+    pub generation: u64,
+    pub text: Arc<str>,
+    pub tree: Tree,
+    pub path: Option<PathBuf>,
+    pub settings: Arc<LintSettings>,
+    /// Fix-all applies fixes at or above this: safe only, unless unsafe fixes are switched on
+    /// in the editor or the project's configuration.
+    pub fix_threshold: Applicability,
+    /// The project's configuration excludes the file: it gets no diagnostics.
+    pub excluded: bool,
+    /// Why the project's configuration could not be used for this file, if it could not.
+    pub config_problem: Option<String>,
+}
+
+/// The settings for one file, resolved from the project's configuration and the editor's.
+struct FileSettings {
+    lint: LintSettings,
+    unsafe_fixes: bool,
+    excluded: bool,
+    problem: Option<String>,
+}
+
+#[derive(Default)]
+pub struct Session {
+    pub features: ClientFeatures,
+    pub settings: Arc<ClientSettings>,
+    /// Finds and caches each directory's culint.toml / pyproject.toml, under the editor's
+    /// settings; `None` when the editor's `configuration` file cannot be loaded.
+    resolver: Option<Arc<Resolver>>,
+    /// Why the resolver could not be built.
+    resolver_problem: Option<String>,
+    /// The language of hover texts and explanations, from the client's locale.
+    pub lang: Lang,
+    /// The last `culint.probe` report of this session.
+    pub probe: Option<Arc<ProbeReport>>,
+    /// Configuration problems already shown, so each is shown once.
+    pub reported_problems: std::collections::HashSet<String>,
+    /// Bumped whenever anything other than the text can change a lint result (settings, config
+    /// files, hardware facts), so cached results of the same version are recognised as stale.
+    pub generation: u64,
+    pub workspace_folders: Vec<PathBuf>,
+    pub hardware: Option<HardwareFacts>,
+    pub documents: HashMap<Uri, OpenDocument>,
+    pub shutdown_requested: bool,
+    /// Problems found before the client could be told (settings read during `initialize`).
+    pub pending_warnings: Vec<String>,
+}
+
+/// The session behind its lock, shared by the server and its background tasks.
+#[derive(Clone, Default)]
+pub struct SharedSession(Arc<Mutex<Session>>);
+
+impl SharedSession {
+    /// A handler that panicked while holding the lock leaves consistent-enough state behind
+    /// (every mutation is a single assignment or map operation), so poisoning is not fatal.
+    pub fn lock(&self) -> MutexGuard<'_, Session> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Session {
+    pub fn document(&self, uri: &Uri) -> Option<&OpenDocument> {
+        self.documents.get(uri)
+    }
+
+    /// Rebuild the configuration resolver after the editor's settings, the hardware facts or a
+    /// configuration file changed (the resolver caches what it read).
+    pub fn reload_configuration(&mut self) {
+        let overrides = Overrides {
+            config_file: self.settings.configuration.clone(),
+            select: self.settings.select.clone(),
+            extend_select: Vec::new(),
+            ignore: self.settings.ignore.clone(),
+            unsafe_fixes: self.settings.unsafe_fixes,
+            show_syntax_errors: self.settings.show_syntax_errors,
+            hardware: self.hardware.clone(),
+        };
+        match Resolver::new(overrides) {
+            Ok(resolver) => {
+                self.resolver = Some(Arc::new(resolver));
+                self.resolver_problem = None;
+            }
+            Err(error) => {
+                self.resolver = None;
+                self.resolver_problem = Some(format!(
+                    "culint: the configuration file in the `configuration` setting cannot be used: {error}; \
+                     linting with the editor's settings only"
+                ));
+            }
+        }
+        self.reported_problems.clear();
+        self.generation += 1;
+    }
+
+    /// The settings for a file: its project's configuration (the nearest culint.toml or
+    /// pyproject.toml, as `culint check` finds it) under the editor's settings.
+    fn file_settings(&self, path: Option<&Path>) -> FileSettings {
+        let editor_only = || {
+            let mut lint = self.settings.apply_to(LintSettings::default());
+            lint.hardware.clone_from(&self.hardware);
+            lint
+        };
+        let unsafe_fixes = self.settings.unsafe_fixes.unwrap_or(false);
+        let Some(resolver) = &self.resolver else {
+            return FileSettings {
+                lint: editor_only(),
+                unsafe_fixes,
+                excluded: false,
+                problem: self.resolver_problem.clone(),
+            };
+        };
+        // An unsaved buffer takes the configuration of the first workspace folder.
+        let path = match (path, self.workspace_folders.first()) {
+            (Some(path), _) => path.to_path_buf(),
+            (None, Some(folder)) => folder.join("untitled.py"),
+            (None, None) => return FileSettings { lint: editor_only(), unsafe_fixes, excluded: false, problem: None },
+        };
+        match resolver.settings_for(&path) {
+            Ok(resolved) => {
+                let mut lint = resolved.lint;
+                self.settings.apply_severities(&mut lint);
+                FileSettings {
+                    lint,
+                    unsafe_fixes: resolved.unsafe_fixes,
+                    excluded: resolver.is_excluded(&path).unwrap_or(false),
+                    problem: None,
+                }
+            }
+            Err(error) => FileSettings {
+                lint: editor_only(),
+                unsafe_fixes,
+                excluded: false,
+                problem: Some(format!("culint: {error}; linting with the editor's settings only")),
+            },
+        }
+    }
+
+    pub fn snapshot(&self, uri: &Uri) -> Option<Snapshot> {
+        let open = self.documents.get(uri)?;
+        let text: Arc<str> = Arc::from(open.document.to_text());
+        let settings = self.file_settings(open.path.as_deref());
+        Some(Snapshot {
+            uri: uri.clone(),
+            version: open.document.version(),
+            revision: open.revision,
+            generation: self.generation,
+            text,
+            tree: open.document.tree().clone(),
+            path: open.path.clone(),
+            settings: Arc::new(settings.lint),
+            fix_threshold: if settings.unsafe_fixes { Applicability::Unsafe } else { Applicability::Safe },
+            excluded: settings.excluded,
+            config_problem: settings.problem,
+        })
+    }
+
+    /// The cached result, if it was computed for the document's current version and settings.
+    pub fn fresh_result(&self, uri: &Uri) -> Option<LintResult> {
+        let open = self.documents.get(uri)?;
+        open.linted.as_ref().filter(|r| r.revision == open.revision && r.generation == self.generation).cloned()
+    }
+
+    /// Whether `snapshot` still describes the document as it is now.
+    pub fn is_current(&self, snapshot: &Snapshot) -> bool {
+        self.generation == snapshot.generation
+            && self.documents.get(&snapshot.uri).is_some_and(|open| open.revision == snapshot.revision)
+    }
+
+    /// Store a result if it is still current; returns whether it was.
+    pub fn store(&mut self, snapshot: &Snapshot, diagnostics: Arc<Vec<Diagnostic>>) -> bool {
+        if !self.is_current(snapshot) {
+            return false;
+        }
+        let open = self.documents.get_mut(&snapshot.uri).expect("is_current checked the document");
+        open.linted = Some(LintResult { revision: snapshot.revision, generation: snapshot.generation, diagnostics });
+        true
+    }
+}
+
+/// The file system path of a `file:` URI.
+pub fn path_of(uri: &Uri) -> Option<PathBuf> {
+    let is_file = uri.scheme().as_str().eq_ignore_ascii_case("file");
+    is_file.then(|| uri.to_file_path().map(|p| p.into_owned())).flatten()
+}

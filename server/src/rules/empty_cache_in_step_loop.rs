@@ -1,0 +1,165 @@
+//! CUL201 empty-cache-in-step-loop.
+
+use tree_sitter::Node;
+
+use super::{Candidate, FixAvailability, Rule, edits};
+use crate::diagnostic::Severity;
+use crate::fix::Fix;
+use crate::lint::Checker;
+use crate::semantic::{Model, ast, names};
+use crate::text::indentation_at;
+
+pub const RULE: Rule = Rule {
+    code: "CUL201",
+    name: "empty-cache-in-step-loop",
+    severity: Severity::Warning,
+    fix: FixAvailability::Sometimes,
+    query: include_str!("../../../queries/python/empty_cache_in_step_loop.scm"),
+    triggers: &["empty_cache"],
+    check,
+    doc: DOC,
+    knowledge: Some("cuda/oom-fragmentation"),
+    deprecated: false,
+    needs_hardware: false,
+};
+
+const DOC: &str = r#"# empty-cache-in-step-loop (CUL201)
+
+## What it does
+Flags `torch.cuda.empty_cache()` inside a step loop (the loop that calls `.backward()`), where it
+runs on every batch.
+
+## Why is this bad?
+`empty_cache()` returns the caching allocator's unused blocks to the driver. It frees nothing that a
+live tensor still holds, so it cannot prevent an out-of-memory error, and it does not cure
+fragmentation. On every batch it forces a device synchronisation, and the next allocations pay for
+`cudaMalloc` again: the step gets slower and peak memory stays the same.
+
+Calls under a periodic guard (`if step % 100 == 0:`), under a memory-threshold check, or in an
+out-of-memory recovery handler (`except torch.cuda.OutOfMemoryError:`) are not flagged.
+
+## Example
+```python
+for batch in loader:
+    loss = model(batch).loss
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+    torch.cuda.empty_cache()
+```
+
+## Use instead
+```python
+for batch in loader:
+    loss = model(batch).loss
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+torch.cuda.empty_cache()
+```
+For fragmentation, set `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True` before CUDA starts.
+
+## Fix safety
+The fix moves the call to just after the step loop. It is unsafe: code that measures memory right
+after the call inside the loop would see different numbers.
+
+## References
+- Knowledge entry: `cuda/oom-fragmentation` (`culint explain`)
+- PyTorch: CUDA semantics, memory management — https://pytorch.org/docs/stable/notes/cuda.html#memory-management
+"#;
+
+fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
+    let model = checker.model;
+    let call = candidate.node;
+    if !model.call_resolves_to(call, names::EMPTY_CACHE) || !model.in_step_body(call) {
+        return;
+    }
+    if is_guarded(model, call) || in_oom_handler(model, call) {
+        return;
+    }
+    let fix = move_after_step_loop(model, call);
+    let diagnostic = checker.report_node(
+        call,
+        "`torch.cuda.empty_cache()` runs on every step: it syncs the device and frees no live memory",
+    );
+    if let Some(fix) = fix {
+        diagnostic.with_fix(fix);
+    }
+}
+
+/// Under `if step % N == 0:` or a memory-threshold check, the call does not run every step.
+fn is_guarded(model: &Model<'_>, call: Node<'_>) -> bool {
+    let mut current = call.parent();
+    while let Some(node) = current {
+        if ast::is_loop(node) || ast::is_function_boundary(node) {
+            return false;
+        }
+        if matches!(node.kind(), "if_statement" | "elif_clause")
+            && node.child_by_field_name("consequence").is_some_and(|c| ast::contains(c, call))
+            && let Some(condition) = node.child_by_field_name("condition")
+        {
+            let condition = model.node_text(condition);
+            if condition.contains('%') || condition.contains("memory_") || condition.contains("mem_get_info") {
+                return true;
+            }
+        }
+        current = node.parent();
+    }
+    false
+}
+
+/// In an `except` for out-of-memory errors, or a branch that checks for "out of memory".
+pub fn in_oom_handler(model: &Model<'_>, call: Node<'_>) -> bool {
+    let mut current = call.parent();
+    while let Some(node) = current {
+        if ast::is_function_boundary(node) {
+            return false;
+        }
+        match node.kind() {
+            "except_clause" => {
+                let mut cursor = node.walk();
+                let catches_oom = node
+                    .named_children(&mut cursor)
+                    .take_while(|c| c.kind() != "block")
+                    .any(|c| mentions_oom_error(model, c));
+                if catches_oom || model.node_text(node).contains("out of memory") {
+                    return true;
+                }
+            }
+            "if_statement" | "elif_clause"
+                if node
+                    .child_by_field_name("condition")
+                    .is_some_and(|c| model.node_text(c).contains("out of memory")) =>
+            {
+                return true;
+            }
+            _ => {}
+        }
+        current = node.parent();
+    }
+    false
+}
+
+fn mentions_oom_error(model: &Model<'_>, node: Node<'_>) -> bool {
+    if model.resolves_to(node, names::OUT_OF_MEMORY_ERRORS) || model.node_text(node).ends_with("OutOfMemoryError") {
+        return true;
+    }
+    let mut cursor = node.walk();
+    node.named_children(&mut cursor).any(|c| mentions_oom_error(model, c))
+}
+
+fn move_after_step_loop(model: &Model<'_>, call: Node<'_>) -> Option<Fix> {
+    let step_loop = model.enclosing_step_loop(call)?.node;
+    let statement = call.parent().filter(|s| s.kind() == "expression_statement")?;
+    let (removal, line) = edits::take_statement(model.text, statement)?;
+    let line = line.as_str();
+    let indent = indentation_at(model.text, step_loop.start_byte());
+    let mut insertion = edits::insert_line_after(model.text, step_loop, indent, line);
+    if removal.range.contains_range(insertion.range) {
+        // The call is the loop's last line: put it back right after the deleted line.
+        let removed = &model.text[removal.range.start..removal.range.end];
+        let eol = if removed.ends_with('\n') { crate::text::line_ending(model.text) } else { "" };
+        insertion = crate::fix::Edit::insertion(removal.range.end, format!("{indent}{line}{eol}"));
+    }
+    Some(Fix::unsafe_edits("Move `empty_cache()` after the step loop", vec![removal, insertion]))
+}

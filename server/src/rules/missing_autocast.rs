@@ -1,0 +1,266 @@
+//! CUL302 missing-autocast.
+
+use tree_sitter::Node;
+
+use super::{Candidate, FixAvailability, Rule, edits};
+use crate::diagnostic::Severity;
+use crate::fix::{Edit, Fix};
+use crate::lint::Checker;
+use crate::semantic::{CallTarget, LoopInfo, Model, ast, contexts_with_items};
+use crate::text::{TextRange, indentation_at, line_ending};
+
+pub const RULE: Rule = Rule {
+    code: "CUL302",
+    name: "missing-autocast",
+    severity: Severity::Warning,
+    fix: FixAvailability::Sometimes,
+    query: include_str!("../../../queries/python/missing_autocast.scm"),
+    triggers: &["backward"],
+    check,
+    doc: DOC,
+    knowledge: Some("cuda/oom-genuine"),
+    deprecated: false,
+    needs_hardware: false,
+};
+
+const DOC: &str = r#"# missing-autocast (CUL302)
+
+## What it does
+Flags a training step loop on CUDA whose forward pass runs in full fp32: nothing in the loop, nor
+in a helper it calls, enters `torch.autocast` (or `torch.amp.autocast`, `torch.cuda.amp.autocast`,
+`accelerator.autocast()`), the model is not cast to fp16/bf16, and no framework mixed-precision
+setting applies (Accelerator, Trainer `fp16`/`bf16`, Lightning `precision`, DeepSpeed `fp16`/`bf16`,
+apex `amp.initialize`).
+
+## Why is this bad?
+Autograd keeps the activations of the forward pass until the backward. In fp32 each one takes four
+bytes per element; under autocast most of them are stored in 16 bits, which roughly halves
+activation memory and lets tensor cores run the matmuls. A job that runs out of memory in fp32
+often fits, unchanged otherwise, with autocast.
+
+`Accelerator()` without `mixed_precision` takes its precision from `accelerate launch` or its config
+file, so it counts as configured. Settings passed from flags (`enabled=args.amp`) count as on.
+Files that never use CUDA are not checked.
+
+## Example
+```python
+for x, y in loader:
+    optimizer.zero_grad()
+    out = model(x.cuda())
+    loss = criterion(out, y.cuda())
+    loss.backward()
+    optimizer.step()
+```
+
+## Use instead
+```python
+for x, y in loader:
+    optimizer.zero_grad()
+    with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
+        out = model(x.cuda())
+        loss = criterion(out, y.cuda())
+    loss.backward()
+    optimizer.step()
+```
+On GPUs without bf16 (compute capability below 8.0) use `dtype=torch.float16` with a
+`torch.amp.GradScaler("cuda")`: `scaler.scale(loss).backward()`, `scaler.step(optimizer)`,
+`scaler.update()`.
+
+## Fix safety
+The fix wraps the statements that compute the loss in `torch.autocast`. It is unsafe: numerics
+change, and code that relies on fp32 results inside the block may behave differently. When a probe
+(or `--gpus`/`--gpu-memory` with a known device) reports a GPU without bf16, the fix uses fp16 with
+a `GradScaler` instead.
+
+## References
+- Knowledge entry: `cuda/oom-genuine` (`culint explain`)
+- PyTorch: Automatic mixed precision — https://pytorch.org/docs/stable/amp.html
+- PyTorch: AMP examples — https://pytorch.org/docs/stable/notes/amp_examples.html
+"#;
+
+fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
+    let model = checker.model;
+    let backward = candidate.node;
+    let Some(step_loop) = model.enclosing_step_loop(backward) else { return };
+    if step_loop.backward_calls.first().map(|c| c.id()) != Some(backward.id()) {
+        return;
+    }
+    if !model.mentions_cuda || file_uses_reduced_precision(model) || loop_uses_autocast(model, step_loop) {
+        return;
+    }
+    let bf16 = checker.hardware.and_then(|h| h.supports_bf16()).unwrap_or(true);
+    let fix = if bf16 {
+        wrap_forward(model, step_loop, backward, "bfloat16")
+    } else {
+        fp16_with_scaler(model, step_loop, backward)
+    };
+    let diagnostic = checker.report_node(
+        backward,
+        "This step loop runs its forward pass in fp32 on CUDA: activations take twice the memory of autocast",
+    );
+    if let Some(fix) = fix {
+        diagnostic.with_fix(fix);
+    }
+}
+
+/// Something in the file already lowers precision for the whole model.
+fn file_uses_reduced_precision(model: &Model<'_>) -> bool {
+    if model.frameworks().manages_precision() || model.frameworks().hf_trainer {
+        return true;
+    }
+    let half_methods =
+        ["half", "bfloat16"].iter().flat_map(|m| model.calls_named(m)).any(|c| ast::receiver(*c).is_some());
+    if half_methods || !model.calls_named("GradScaler").is_empty() {
+        return true;
+    }
+    let is_16_bit = |value: Node<'_>| {
+        let text = model.node_text(value);
+        text.contains("float16")
+            || text.contains("bfloat16")
+            || text.contains("half")
+            || text.contains("bf16")
+            || text.contains("fp16")
+            || text.contains("auto")
+            || !ast::is_literal(value) && !text.contains("float32")
+    };
+    model.calls.iter().any(|call| {
+        let dtype =
+            ast::keyword_arg(*call, "torch_dtype", model.text).or_else(|| ast::keyword_arg(*call, "dtype", model.text));
+
+        match ast::callee_name(*call, model.text) {
+            Some("to") => ast::positional_args(*call).iter().chain(dtype.iter()).any(|a| {
+                let text = model.node_text(*a);
+                text.contains("float16") || text.contains("bfloat16") || text.contains("torch.half")
+            }),
+            Some("from_pretrained" | "from_config" | "create_model") => dtype.is_some_and(is_16_bit),
+            Some("set_default_dtype") => ast::positional_args(*call).first().is_some_and(|a| is_16_bit(*a)),
+            _ => false,
+        }
+    })
+}
+
+/// Autocast around the loop, inside it, or in a helper it calls; or a helper the checker cannot
+/// see, which might enter autocast.
+fn loop_uses_autocast<'a>(model: &Model<'a>, step_loop: &LoopInfo<'a>) -> bool {
+    let node = step_loop.node;
+    if model.under_autocast(node) {
+        return true;
+    }
+    let mut stack = vec![node];
+    let mut cursor = node.walk();
+    while let Some(current) = stack.pop() {
+        if current.kind() == "with_statement"
+            && contexts_with_items(current).iter().any(|item| {
+                model.is_autocast(*item)
+                    || (item.kind() == "call"
+                        && ast::callee_name(*item, model.text).is_some_and(|n| n.contains("autocast")))
+            })
+        {
+            return true;
+        }
+        if current.id() == node.id() || !ast::is_function_boundary(current) {
+            stack.extend(current.named_children(&mut cursor).collect::<Vec<_>>());
+        }
+    }
+    model.own_calls_within(node).any(|call| match model.resolve_call(call) {
+        CallTarget::Unseen => true,
+        CallTarget::Local(_) | CallTarget::Project(_) => {
+            model.callee_summary(call).is_some_and(|s| s.enters_autocast || s.calls_unseen)
+        }
+        _ => false,
+    })
+}
+
+/// The statements of the loop body that compute the loss: from the first that calls a model up
+/// to the statement with the backward call.
+fn forward_statements<'a>(
+    model: &Model<'a>,
+    step_loop: Node<'a>,
+    backward: Node<'a>,
+) -> Option<(Node<'a>, Node<'a>, Node<'a>)> {
+    let body = step_loop.child_by_field_name("body")?;
+    let backward_statement = ast::statement_of(backward);
+    if backward_statement.parent()?.id() != body.id() {
+        return None;
+    }
+    let mut cursor = body.walk();
+    let statements: Vec<Node<'a>> = body.named_children(&mut cursor).filter(|s| s.kind() != "comment").collect();
+    let end = statements.iter().position(|s| s.id() == backward_statement.id())?;
+    let start = statements[..end].iter().position(|s| model.calls_within(*s).any(|c| model.calls_a_model(c)))?;
+    Some((statements[start], statements[end - 1], backward_statement))
+}
+
+/// Wrap the forward statements in `with torch.autocast(device_type="cuda", dtype=torch.<dtype>):`.
+fn wrap_edit(
+    model: &Model<'_>,
+    step_loop: Node<'_>,
+    first: Node<'_>,
+    last: Node<'_>,
+    dtype: &str,
+) -> Option<(Edit, Option<Edit>)> {
+    let text = model.text;
+    let start = text[..first.start_byte()].rfind('\n').map_or(0, |i| i + 1);
+    let region_end = edits::own_lines(text, last)?.end;
+    edits::own_lines(text, first)?;
+    if edits::has_multiline_string(model, TextRange::new(start, region_end)) {
+        return None;
+    }
+    let indent = indentation_at(text, first.start_byte());
+    let unit = edits::indent_unit(text, step_loop);
+    let (torch, import) = edits::module_reference(model, "torch");
+    let mut region = text[start..region_end].to_owned();
+    if !region.ends_with('\n') {
+        region.push_str(line_ending(text));
+    }
+    let header =
+        format!("{indent}with {torch}.autocast(device_type=\"cuda\", dtype={torch}.{dtype}):{}", line_ending(text));
+    let mut replacement = header + &edits::indent_lines(&region, &unit);
+    if region_end == text.len() && !text.ends_with('\n') {
+        replacement.truncate(replacement.trim_end_matches(['\r', '\n']).len());
+    }
+    Some((Edit::replacement(TextRange::new(start, region_end), replacement), import))
+}
+
+fn wrap_forward<'a>(model: &Model<'a>, step_loop: &LoopInfo<'a>, backward: Node<'a>, dtype: &str) -> Option<Fix> {
+    let (first, last, _) = forward_statements(model, step_loop.node, backward)?;
+    let (wrap, import) = wrap_edit(model, step_loop.node, first, last, dtype)?;
+    let (torch, _) = edits::module_reference(model, "torch");
+    let title = format!("Run the forward pass under `{torch}.autocast(device_type=\"cuda\", dtype={torch}.{dtype})`");
+    Some(Fix::unsafe_edits(title, [Some(wrap), import].into_iter().flatten().collect()))
+}
+
+/// fp16 needs a gradient scaler: create one before the loop, scale the loss, step through it.
+fn fp16_with_scaler<'a>(model: &Model<'a>, step_loop: &LoopInfo<'a>, backward: Node<'a>) -> Option<Fix> {
+    let node = step_loop.node;
+    let (first, last, _) = forward_statements(model, node, backward)?;
+    let loss = ast::receiver(backward)?;
+    let optimizer_step = model.own_calls_within(node).find(|c| {
+        ast::callee_name(*c, model.text) == Some("step")
+            && ast::receiver(*c).is_some_and(|r| model.node_text(r).to_ascii_lowercase().contains("opt"))
+            && ast::positional_args(*c).is_empty()
+    })?;
+    let step_statement = ast::statement_of(optimizer_step);
+    if step_statement.kind() != "expression_statement" || step_statement.named_child(0)?.id() != optimizer_step.id() {
+        return None;
+    }
+    edits::own_lines(model.text, step_statement)?;
+    let scaler = if model.is_visible_at("scaler", node) { "grad_scaler" } else { "scaler" };
+    let (torch, import) = edits::module_reference(model, "torch");
+    let (wrap, _) = wrap_edit(model, node, first, last, "float16")?;
+    let optimizer = model.node_text(ast::receiver(optimizer_step)?);
+    let backward_args = ast::arguments(backward).map_or("()", |a| model.node_text(a));
+    let step_indent = indentation_at(model.text, step_statement.start_byte());
+    let edits = vec![
+        edits::insert_line_before(model.text, node, &format!("{scaler} = {torch}.amp.GradScaler(\"cuda\")"))?,
+        wrap,
+        Edit::replacement(
+            TextRange::of(backward),
+            format!("{scaler}.scale({}).backward{backward_args}", model.node_text(loss)),
+        ),
+        Edit::replacement(TextRange::of(optimizer_step), format!("{scaler}.step({optimizer})")),
+        edits::insert_line_after(model.text, step_statement, step_indent, &format!("{scaler}.update()")),
+    ];
+    let title =
+        format!("Run the forward pass under fp16 `{torch}.autocast` with a `GradScaler` (this GPU has no bf16)");
+    Some(Fix::unsafe_edits(title, edits.into_iter().chain(import).collect()))
+}

@@ -1,0 +1,327 @@
+//! CUL301 missing-gradient-checkpointing.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+use tree_sitter::Node;
+
+use super::{Candidate, FixAvailability, Rule, edits};
+use crate::diagnostic::Severity;
+use crate::fix::{Edit, Fix};
+use crate::lint::Checker;
+use crate::semantic::{CallTarget, Model, ast, names};
+use crate::text::{TextRange, indentation_at};
+
+pub const RULE: Rule = Rule {
+    code: "CUL301",
+    name: "missing-gradient-checkpointing",
+    severity: Severity::Warning,
+    fix: FixAvailability::Sometimes,
+    query: include_str!("../../../queries/python/missing_gradient_checkpointing.scm"),
+    triggers: &["from_pretrained", "from_config", "create_model", "forward"],
+    check,
+    doc: DOC,
+    knowledge: Some("cuda/oom-genuine"),
+    deprecated: false,
+    needs_hardware: false,
+};
+
+const DOC: &str = r#"# missing-gradient-checkpointing (CUL301)
+
+## What it does
+Flags a large model that is trained without activation checkpointing. Large means a causal or
+seq2seq language model, or a diffusion UNet or transformer, loaded with `from_pretrained` /
+`from_config`; any model whose name states one billion parameters or more (`7b`, `1.3B`); a vision
+model whose name says large, huge or giant (timm `create_model("vit_large_...")`); or a module in
+the file that stacks repeated blocks and chains them in `forward` (`x = block(x)`).
+
+## Why is this bad?
+Training keeps every layer's activations until the backward pass, so activation memory grows with
+depth, batch size and sequence length, and for large models it dwarfs the weights. Checkpointing
+keeps only each block's input and recomputes the rest during the backward, trading about a third
+more compute for most of that memory.
+
+Not flagged: base-size encoders (`bert-base`), experts whose outputs are summed rather than
+chained, files that only define a model without training it, and files where checkpointing is on
+in any form: `gradient_checkpointing_enable()`, `enable_gradient_checkpointing()`,
+`TrainingArguments(gradient_checkpointing=...)`, `torch.utils.checkpoint`,
+`apply_activation_checkpointing`, peft's `prepare_model_for_kbit_training`, or a flag that switches
+any of these.
+
+## Example
+```python
+model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-2-7b-hf")
+for batch in loader:
+    model(**batch).loss.backward()
+```
+
+## Use instead
+```python
+model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-2-7b-hf")
+model.gradient_checkpointing_enable()
+for batch in loader:
+    model(**batch).loss.backward()
+```
+For diffusers models use `unet.enable_gradient_checkpointing()`; for your own block stack,
+`x = torch.utils.checkpoint.checkpoint(block, x, use_reentrant=False)`.
+
+## Fix safety
+The fixes are unsafe: they trade compute for memory (steps get about a third slower), and a model
+that caches state across its forward calls can behave differently under recomputation.
+
+## References
+- Knowledge entry: `cuda/oom-genuine` (`culint explain`)
+- PyTorch: `torch.utils.checkpoint` — https://pytorch.org/docs/stable/checkpoint.html
+- Transformers: gradient checkpointing — https://huggingface.co/docs/transformers/perf_train_gpu_one#gradient-checkpointing
+"#;
+
+/// Class names of language models and diffusion backbones, the kinds whose activations dominate.
+static LARGE_MODEL_CLASS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(ForCausalLM|ForSeq2SeqLM|ForConditionalGeneration|LMHeadModel|^UNet\w*Model$|Transformer2DModel$|Transformer3DModel$|^\w*Transformer\w*Model$)")
+        .expect("model class regex compiles")
+});
+
+/// A stated size of at least one billion parameters: `7b`, `1.3B`, `70B`, `8x7b`.
+static BILLIONS: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)(?:^|[-_/.x])(\d+(?:\.\d+)?)b(?:$|[-_/.])").expect("size regex compiles"));
+
+static LARGE_VISION: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)(?:^|[-_/.])(large|huge|giant|gigantic)(?:$|[-_/.\d])").expect("vision regex compiles")
+});
+
+fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
+    let model = checker.model;
+    let node = candidate.node;
+    if !model.is_training_context() || checkpointing_is_on(model) {
+        return;
+    }
+    if node.kind() == "assignment" {
+        if let Some((block, input)) = chained_block_in_forward(model, node) {
+            let fix = checkpoint_block(model, node, block, input);
+            let diagnostic = checker.report_node(node, "This stack of blocks runs without activation checkpointing: every block's activations stay alive until the backward");
+            if let Some(fix) = fix {
+                diagnostic.with_fix(fix);
+            }
+        }
+        return;
+    }
+    let Some(kind) = large_model_kind(model, node) else { return };
+    if model_reaches_unseen_helper(model, node) || returned_to_another_module(model, node) {
+        return;
+    }
+    let fix = enable_after_load(model, node, kind);
+    let diagnostic = checker.report_node(node, "A large model is trained without gradient checkpointing: its activations can exceed the weights many times over");
+    if let Some(fix) = fix {
+        diagnostic.with_fix(fix);
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum LargeModel {
+    Transformers,
+    Diffusers,
+    Other,
+}
+
+fn large_model_kind(model: &Model<'_>, call: Node<'_>) -> Option<LargeModel> {
+    let qualified = model.call_qualified_name(call)?;
+    let library = qualified.split('.').next().unwrap_or_default();
+    let method = qualified.rsplit('.').next().unwrap_or_default();
+    let class = qualified.rsplit('.').nth(1).unwrap_or_default();
+    let name = model_name_argument(model, call);
+    let kind = match library {
+        "transformers" | "peft" | "trl" => LargeModel::Transformers,
+        "diffusers" => LargeModel::Diffusers,
+        "timm" if method == "create_model" => LargeModel::Other,
+        _ => return None,
+    };
+    let large_class = method != "create_model" && LARGE_MODEL_CLASS.is_match(class);
+    let large_name =
+        name.as_deref().is_some_and(|n| stated_billions(n) || (kind == LargeModel::Other && LARGE_VISION.is_match(n)));
+    (large_class || large_name).then_some(kind)
+}
+
+fn model_name_argument(model: &Model<'_>, call: Node<'_>) -> Option<String> {
+    let argument = ast::positional_args(call)
+        .first()
+        .copied()
+        .or_else(|| ast::keyword_arg(call, "pretrained_model_name_or_path", model.text))
+        .or_else(|| ast::keyword_arg(call, "model_name", model.text))?;
+    ast::string_value(argument, model.text)
+}
+
+fn stated_billions(name: &str) -> bool {
+    BILLIONS.captures_iter(name).any(|c| c[1].parse::<f64>().is_ok_and(|size| size >= 1.0))
+}
+
+/// Checkpointing is on, or switchable, anywhere in the file or in a helper it calls.
+fn checkpointing_is_on(model: &Model<'_>) -> bool {
+    let frameworks = model.frameworks();
+    if frameworks.hf_gradient_checkpointing || frameworks.peft_kbit_checkpointing {
+        return true;
+    }
+    let text = model.text;
+    // Flag-gated and config forms (`if args.gradient_checkpointing:`, a DeepSpeed
+    // "activation_checkpointing" section, `model.gradient_checkpointing = True`) all name it.
+    if text.contains("gradient_checkpointing")
+        || text.contains("activation_checkpointing")
+        || text.contains("grad_checkpointing")
+    {
+        return true;
+    }
+    if model.calls_to(names::CHECKPOINT_FUNCTIONS).next().is_some()
+        || model.imports.imports_module("torch.utils.checkpoint")
+    {
+        return true;
+    }
+    model.calls.iter().any(|call| model.callee_summary(*call).is_some_and(|s| s.enables_checkpointing))
+}
+
+/// The loaded model is handed to a helper the checker cannot see, which may enable checkpointing.
+fn model_reaches_unseen_helper(model: &Model<'_>, load: Node<'_>) -> bool {
+    let Some(target) = load_target(load) else { return false };
+    let name = model.node_text(target);
+    model.calls.iter().any(|call| {
+        matches!(model.resolve_call(*call), CallTarget::Unseen)
+            && ast::positional_args(*call)
+                .iter()
+                .chain(&ast::keyword_args(*call))
+                .any(|a| model.node_text(*a).contains(name))
+    })
+}
+
+/// The load sits in a factory that returns the model (`def setup_model(name): ... return model,
+/// tokenizer`) and nothing in this file calls it: the caller lives in another module and decides
+/// about checkpointing there (pytorch/examples' FSDP T5 example wraps the model and applies
+/// activation checkpointing in its main script).
+fn returned_to_another_module<'a>(model: &Model<'a>, load: Node<'a>) -> bool {
+    let Some(function) = ast::enclosing_function(load) else { return false };
+    let Some(name) = ast::function_name(function, model.text) else { return false };
+    let target = load_target(load).map(|t| model.node_text(t));
+    let called_here = model
+        .calls_named(name)
+        .iter()
+        .any(|call| matches!(model.resolve_call(*call), CallTarget::Local(f) if f.id() == function.id()));
+    !called_here && returns_loaded_model(model, function, load, target)
+}
+
+/// Whether a `return` of `function` (not of a nested function) hands back the loaded model: the
+/// load call itself, or the name it was assigned to, alone or in a tuple.
+fn returns_loaded_model(model: &Model<'_>, function: Node<'_>, load: Node<'_>, target: Option<&str>) -> bool {
+    let mut stack = vec![function];
+    let mut cursor = function.walk();
+    while let Some(node) = stack.pop() {
+        if node.kind() == "return_statement" {
+            let Some(value) = node.named_child(0) else { continue };
+            let returned: Vec<Node<'_>> = match value.kind() {
+                "expression_list" | "tuple" => {
+                    let mut items = value.walk();
+                    value.named_children(&mut items).collect()
+                }
+                _ => vec![value],
+            };
+            if returned.iter().any(|r| ast::contains(*r, load) || target.is_some_and(|t| model.node_text(*r) == t)) {
+                return true;
+            }
+            continue;
+        }
+        if node.id() == function.id() || !ast::is_function_boundary(node) {
+            stack.extend(node.named_children(&mut cursor).collect::<Vec<_>>());
+        }
+    }
+    false
+}
+
+/// `model` in `model = AutoModel...from_pretrained(...)` (possibly with `.to(...)` chained).
+fn load_target(load: Node<'_>) -> Option<Node<'_>> {
+    let statement = ast::statement_of(load);
+    let assignment = statement.named_child(0).filter(|a| a.kind() == "assignment")?;
+    let left = assignment.child_by_field_name("left")?;
+    matches!(left.kind(), "identifier" | "attribute").then_some(left)
+}
+
+fn enable_after_load(model: &Model<'_>, load: Node<'_>, kind: LargeModel) -> Option<Fix> {
+    let method = match kind {
+        LargeModel::Transformers => "gradient_checkpointing_enable",
+        LargeModel::Diffusers => "enable_gradient_checkpointing",
+        LargeModel::Other => return None,
+    };
+    let target = load_target(load)?;
+    let statement = ast::statement_of(load);
+    edits::own_lines(model.text, statement)?;
+    let line = format!("{}.{method}()", model.node_text(target));
+    let indent = indentation_at(model.text, statement.start_byte());
+    Some(Fix::unsafe_edits(
+        format!("Call `{line}` after loading"),
+        vec![edits::insert_line_after(model.text, statement, indent, &line)],
+    ))
+}
+
+/// For `x = block(x)` inside `for block in self.blocks:` in `forward`, where `self.blocks` is a
+/// `ModuleList`/`Sequential` of repeated blocks: the block and its input.
+fn chained_block_in_forward<'a>(model: &Model<'a>, assignment: Node<'a>) -> Option<(Node<'a>, Node<'a>)> {
+    let call = assignment.child_by_field_name("right")?;
+    let block = ast::callee(call)?;
+    let input = *ast::positional_args(call).first()?;
+    if ast::positional_args(call).len() != 1 || !ast::keyword_args(call).is_empty() {
+        return None;
+    }
+    let for_loop = ancestor_loop_over(model, assignment, model.node_text(block))?;
+    let iterable = for_loop.child_by_field_name("right")?;
+    let stack_attribute = model.node_text(iterable).strip_prefix("self.")?;
+    let function = ast::enclosing_function(assignment)?;
+    if ast::function_name(function, model.text) != Some("forward") {
+        return None;
+    }
+    let class = ast::method_class(function)?;
+    is_repeated_block_stack(model, class, stack_attribute).then_some((block, input))
+}
+
+fn ancestor_loop_over<'a>(model: &Model<'a>, node: Node<'a>, variable: &str) -> Option<Node<'a>> {
+    let mut current = node.parent();
+    while let Some(n) = current {
+        if ast::is_function_boundary(n) {
+            return None;
+        }
+        if n.kind() == "for_statement" && n.child_by_field_name("left").is_some_and(|l| model.node_text(l) == variable)
+        {
+            return Some(n);
+        }
+        current = n.parent();
+    }
+    None
+}
+
+/// `self.<attribute> = nn.ModuleList([Block() for _ in range(n)])` (or `nn.Sequential(*[...])`)
+/// somewhere in the class.
+fn is_repeated_block_stack(model: &Model<'_>, class: Node<'_>, attribute: &str) -> bool {
+    model.assignments_to(&format!("self.{attribute}")).iter().any(|assignment| {
+        ast::contains(class, *assignment)
+            && assignment.child_by_field_name("right").is_some_and(|value| {
+                value.kind() == "call"
+                    && model.call_resolves_to(
+                        value,
+                        &["torch.nn.ModuleList", "torch.nn.Sequential", "torch.nn.modules.container.ModuleList"],
+                    )
+                    && {
+                        let text = model.node_text(value);
+                        text.contains(" for ") && text.contains(" in range(")
+                    }
+            })
+    })
+}
+
+fn checkpoint_block(model: &Model<'_>, assignment: Node<'_>, block: Node<'_>, input: Node<'_>) -> Option<Fix> {
+    let call = assignment.child_by_field_name("right")?;
+    let (torch, _) = edits::module_reference(model, "torch");
+    let replacement = format!(
+        "{torch}.utils.checkpoint.checkpoint({}, {}, use_reentrant=False)",
+        model.node_text(block),
+        model.node_text(input)
+    );
+    let mut fix_edits = vec![Edit::replacement(TextRange::of(call), replacement)];
+    if !model.imports.imports_module("torch.utils.checkpoint") {
+        fix_edits.push(edits::add_import(model, "import torch.utils.checkpoint"));
+    }
+    Some(Fix::unsafe_edits("Checkpoint each block with `torch.utils.checkpoint.checkpoint`", fix_edits))
+}

@@ -1,0 +1,190 @@
+//! Small, pure questions about tree-sitter-python nodes that every rule asks.
+
+use tree_sitter::Node;
+
+pub fn text<'a>(node: Node<'_>, source: &'a str) -> &'a str {
+    &source[node.byte_range()]
+}
+
+/// The callee of a call: `f` in `f(x)`, `a.b.f` in `a.b.f(x)`.
+pub fn callee(call: Node<'_>) -> Option<Node<'_>> {
+    call.child_by_field_name("function")
+}
+
+/// The final name of a call's callee: `f` for `f(x)` and `a.b.f(x)`.
+pub fn callee_name<'a>(call: Node<'_>, source: &'a str) -> Option<&'a str> {
+    let function = callee(call)?;
+    match function.kind() {
+        "identifier" => Some(text(function, source)),
+        "attribute" => function.child_by_field_name("attribute").map(|a| text(a, source)),
+        _ => None,
+    }
+}
+
+/// The object a method is called on: `opt` in `opt.step()`.
+pub fn receiver(call: Node<'_>) -> Option<Node<'_>> {
+    let function = callee(call)?;
+    (function.kind() == "attribute").then(|| function.child_by_field_name("object")).flatten()
+}
+
+pub fn arguments(call: Node<'_>) -> Option<Node<'_>> {
+    call.child_by_field_name("arguments").filter(|a| a.kind() == "argument_list")
+}
+
+pub fn positional_args(call: Node<'_>) -> Vec<Node<'_>> {
+    let Some(args) = arguments(call) else { return Vec::new() };
+    let mut cursor = args.walk();
+    args.named_children(&mut cursor)
+        .filter(|a| !matches!(a.kind(), "keyword_argument" | "comment" | "list_splat" | "dictionary_splat"))
+        .collect()
+}
+
+pub fn keyword_args(call: Node<'_>) -> Vec<Node<'_>> {
+    let Some(args) = arguments(call) else { return Vec::new() };
+    let mut cursor = args.walk();
+    args.named_children(&mut cursor).filter(|a| a.kind() == "keyword_argument").collect()
+}
+
+/// The value passed as `name=` to a call.
+pub fn keyword_arg<'t>(call: Node<'t>, name: &str, source: &str) -> Option<Node<'t>> {
+    keyword_args(call).into_iter().find_map(|kw| {
+        let key = kw.child_by_field_name("name")?;
+        (text(key, source) == name).then(|| kw.child_by_field_name("value")).flatten()
+    })
+}
+
+/// Whether the call passes `**kwargs`, which may hold any keyword.
+pub fn has_dictionary_splat(call: Node<'_>) -> bool {
+    let Some(args) = arguments(call) else { return false };
+    let mut cursor = args.walk();
+    args.named_children(&mut cursor).any(|a| a.kind() == "dictionary_splat")
+}
+
+/// The value of a plain string literal (no interpolation, no concatenation).
+pub fn string_value(node: Node<'_>, source: &str) -> Option<String> {
+    if node.kind() != "string" {
+        return None;
+    }
+    let mut value = String::new();
+    let mut cursor = node.walk();
+    for child in node.named_children(&mut cursor) {
+        match child.kind() {
+            "string_start" | "string_end" => {}
+            "string_content" | "escape_sequence" => value.push_str(text(child, source)),
+            _ => return None,
+        }
+    }
+    Some(value)
+}
+
+/// `False`, `None` or `0`: a switch that is literally off.
+pub fn is_literal_off(node: Node<'_>, source: &str) -> bool {
+    match node.kind() {
+        "false" | "none" => true,
+        "integer" => text(node, source) == "0",
+        "string" => {
+            string_value(node, source).is_some_and(|v| matches!(v.as_str(), "" | "no" | "fp32" | "32" | "32-true"))
+        }
+        _ => false,
+    }
+}
+
+/// A literal constant, as opposed to a value the user can switch from a flag or config.
+pub fn is_literal(node: Node<'_>) -> bool {
+    matches!(node.kind(), "true" | "false" | "none" | "integer" | "float" | "string" | "concatenated_string")
+}
+
+pub fn is_function_boundary(node: Node<'_>) -> bool {
+    matches!(node.kind(), "function_definition" | "class_definition" | "lambda")
+}
+
+pub fn is_loop(node: Node<'_>) -> bool {
+    matches!(node.kind(), "for_statement" | "while_statement")
+}
+
+/// The innermost function definition around a node.
+pub fn enclosing_function(node: Node<'_>) -> Option<Node<'_>> {
+    let mut current = node.parent();
+    while let Some(n) = current {
+        if n.kind() == "function_definition" {
+            return Some(n);
+        }
+        current = n.parent();
+    }
+    None
+}
+
+pub fn function_name<'a>(function: Node<'_>, source: &'a str) -> Option<&'a str> {
+    function.child_by_field_name("name").map(|n| text(n, source))
+}
+
+/// The class a function is a method of.
+pub fn method_class(function: Node<'_>) -> Option<Node<'_>> {
+    let block = function.parent()?;
+    let parent = if block.kind() == "decorated_definition" { block.parent()? } else { block };
+    let class = parent.parent()?;
+    (parent.kind() == "block" && class.kind() == "class_definition").then_some(class)
+}
+
+/// Decorator expressions of a function or class (`torch.no_grad()` in `@torch.no_grad()`).
+pub fn decorators(definition: Node<'_>) -> Vec<Node<'_>> {
+    let Some(parent) = definition.parent().filter(|p| p.kind() == "decorated_definition") else {
+        return Vec::new();
+    };
+    let mut cursor = parent.walk();
+    parent.named_children(&mut cursor).filter(|c| c.kind() == "decorator").filter_map(|d| d.named_child(0)).collect()
+}
+
+/// The statement that holds a node: the ancestor whose parent is a block or the module.
+pub fn statement_of(node: Node<'_>) -> Node<'_> {
+    let mut current = node;
+    while let Some(parent) = current.parent() {
+        if matches!(parent.kind(), "block" | "module") {
+            return current;
+        }
+        current = parent;
+    }
+    current
+}
+
+/// Whether `ancestor` contains `node` (or is it).
+pub fn contains(ancestor: Node<'_>, node: Node<'_>) -> bool {
+    ancestor.start_byte() <= node.start_byte() && node.end_byte() <= ancestor.end_byte()
+}
+
+/// The body block of a loop, function, with or if statement.
+pub fn body(node: Node<'_>) -> Option<Node<'_>> {
+    node.child_by_field_name("body").or_else(|| node.child_by_field_name("consequence"))
+}
+
+/// Names bound by an assignment target: `x`, `a, b`, `(a, b)`; attributes give `self.x`.
+pub fn target_names<'a>(target: Node<'_>, source: &'a str) -> Vec<&'a str> {
+    match target.kind() {
+        "identifier" | "attribute" => vec![text(target, source)],
+        "pattern_list" | "tuple_pattern" | "list_pattern" | "tuple" | "list" => {
+            let mut cursor = target.walk();
+            target.named_children(&mut cursor).flat_map(|t| target_names(t, source)).collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// The root name of an attribute chain or call chain: `model` in `model.module.foo()`.
+pub fn root_identifier(node: Node<'_>) -> Option<Node<'_>> {
+    let mut current = node;
+    loop {
+        current = match current.kind() {
+            "identifier" => return Some(current),
+            "attribute" => current.child_by_field_name("object")?,
+            "call" => current.child_by_field_name("function")?,
+            "subscript" => current.child_by_field_name("value")?,
+            "parenthesized_expression" => current.named_child(0)?,
+            _ => return None,
+        }
+    }
+}
+
+/// Whether `node` comes before `other` in the text.
+pub fn precedes(node: Node<'_>, other: Node<'_>) -> bool {
+    node.end_byte() <= other.start_byte()
+}

@@ -1,0 +1,135 @@
+//! Enclosing context managers and decorators: no_grad, inference_mode, autocast.
+
+use tree_sitter::Node;
+
+use super::{Model, ast, names};
+
+/// How deep "every call site is under no_grad" is followed before giving up.
+const CALL_SITE_DEPTH: usize = 3;
+
+impl<'a> Model<'a> {
+    /// The context-manager expressions of the `with` statements around `node`, innermost first,
+    /// up to the enclosing function.
+    pub fn enclosing_with_items(&self, node: Node<'a>) -> Vec<Node<'a>> {
+        let mut items = Vec::new();
+        let mut current = node.parent();
+        while let Some(n) = current {
+            if ast::is_function_boundary(n) {
+                break;
+            }
+            if n.kind() == "with_statement" && n.child_by_field_name("body").is_some_and(|b| ast::contains(b, node)) {
+                items.extend(with_items(n));
+            }
+            current = n.parent();
+        }
+        items
+    }
+
+    /// Whether an expression disables autograd: `torch.no_grad()`, `torch.inference_mode()`,
+    /// `torch.set_grad_enabled(False)`, or the bare decorator forms.
+    pub fn is_grad_disabling(&self, expression: Node<'_>) -> bool {
+        let (callee, call) = match expression.kind() {
+            "call" => (ast::callee(expression), Some(expression)),
+            _ => (Some(expression), None),
+        };
+        let Some(callee) = callee else { return false };
+        if self.resolves_to(callee, names::GRAD_DISABLING) {
+            // `torch.inference_mode(False)` / `mode=False` turns it off again.
+            return !call.is_some_and(|c| {
+                ast::positional_args(c).first().is_some_and(|a| ast::is_literal_off(*a, self.text))
+                    || ast::keyword_arg(c, "mode", self.text).is_some_and(|a| ast::is_literal_off(a, self.text))
+            });
+        }
+        if self.resolves_to(callee, names::SET_GRAD_ENABLED) {
+            return call.and_then(|c| ast::positional_args(c).first().copied()).is_some_and(|a| a.kind() == "false");
+        }
+        false
+    }
+
+    /// Whether autograd is off at `node`: an enclosing `with`, a decorator of the enclosing
+    /// function, or every call site of that function being under no_grad itself.
+    pub fn grad_disabled(&self, node: Node<'a>) -> bool {
+        self.grad_disabled_at_depth(node, 0)
+    }
+
+    fn grad_disabled_at_depth(&self, node: Node<'a>, depth: usize) -> bool {
+        if self.enclosing_with_items(node).iter().any(|item| self.is_grad_disabling(*item)) {
+            return true;
+        }
+        let Some(function) = ast::enclosing_function(node) else { return false };
+        if ast::decorators(function).iter().any(|d| self.is_grad_disabling(*d)) {
+            return true;
+        }
+        if depth >= CALL_SITE_DEPTH {
+            return false;
+        }
+        let Some(name) = ast::function_name(function, self.text) else { return false };
+        let sites: Vec<Node<'a>> = self
+            .calls_named(name)
+            .iter()
+            .copied()
+            .filter(|call| matches!(self.resolve_call(*call), super::CallTarget::Local(f) if f.id() == function.id()))
+            .collect();
+        !sites.is_empty() && sites.iter().all(|site| self.grad_disabled_at_depth(*site, depth + 1))
+    }
+
+    /// Whether an expression enters autocast: `torch.autocast(...)`, `torch.amp.autocast(...)`,
+    /// `torch.cuda.amp.autocast(...)`, `accelerator.autocast()`, or a name assigned one of those
+    /// (nanoGPT's `ctx = nullcontext() if cpu else torch.amp.autocast(...)`).
+    pub fn is_autocast(&self, expression: Node<'_>) -> bool {
+        self.is_autocast_at_depth(expression, 0)
+    }
+
+    fn is_autocast_at_depth(&self, expression: Node<'_>, depth: usize) -> bool {
+        match expression.kind() {
+            "call" => {
+                let Some(callee) = ast::callee(expression) else { return false };
+                if self.resolves_to(callee, names::AUTOCAST) {
+                    return true;
+                }
+                // `accelerator.autocast()`, `fabric.autocast()`: a method named autocast on an
+                // object that is not a library module.
+                callee.kind() == "attribute"
+                    && callee.child_by_field_name("attribute").is_some_and(|a| self.node_text(a) == "autocast")
+                    && callee.child_by_field_name("object").is_some_and(|o| self.qualified_name(o).is_none())
+            }
+            "conditional_expression" => {
+                let mut cursor = expression.walk();
+                expression.named_children(&mut cursor).any(|c| self.is_autocast_at_depth(c, depth))
+            }
+            "identifier" | "attribute" if depth < 2 => {
+                if self.resolves_to(expression, names::AUTOCAST) {
+                    return true;
+                }
+                self.assignments_to(self.node_text(expression)).iter().any(|assignment| {
+                    assignment.child_by_field_name("right").is_some_and(|v| self.is_autocast_at_depth(v, depth + 1))
+                })
+            }
+            "parenthesized_expression" => {
+                expression.named_child(0).is_some_and(|inner| self.is_autocast_at_depth(inner, depth))
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether `node` runs under autocast: an enclosing `with` or a decorator.
+    pub fn under_autocast(&self, node: Node<'a>) -> bool {
+        self.enclosing_with_items(node).iter().any(|item| self.is_autocast(*item))
+            || ast::enclosing_function(node).is_some_and(|f| ast::decorators(f).iter().any(|d| self.is_autocast(*d)))
+    }
+}
+
+/// The context-manager expressions of one `with` statement (without their `as` targets).
+pub fn with_items(with_statement: Node<'_>) -> Vec<Node<'_>> {
+    let mut items = Vec::new();
+    let mut cursor = with_statement.walk();
+    for clause in with_statement.named_children(&mut cursor).filter(|c| c.kind() == "with_clause") {
+        let mut clause_cursor = clause.walk();
+        for item in clause.named_children(&mut clause_cursor).filter(|i| i.kind() == "with_item") {
+            let Some(value) = item.child_by_field_name("value") else { continue };
+            let expression = if value.kind() == "as_pattern" { value.named_child(0).unwrap_or(value) } else { value };
+            items.push(expression);
+        }
+    }
+    items
+}

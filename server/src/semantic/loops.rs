@@ -1,0 +1,266 @@
+//! Loops classified as step, epoch or eval loops (see the preamble of RULES.md).
+
+use tree_sitter::Node;
+
+use super::{Model, ast, crosses_boundary, names};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LoopKind {
+    /// The innermost loop whose own body calls `.backward(...)`: it runs once per batch.
+    Step,
+    /// A loop that contains a step loop, or calls a function that holds one.
+    Epoch,
+    /// A loop without backward or an optimizer step that calls a model, in an eval-like
+    /// function or after `model.eval()`.
+    Eval,
+    Other,
+}
+
+#[derive(Clone, Debug)]
+pub struct LoopInfo<'a> {
+    pub node: Node<'a>,
+    pub kind: LoopKind,
+    /// The `.backward()` calls of the loop's own body (step loops only), in order.
+    pub backward_calls: Vec<Node<'a>>,
+}
+
+/// Names of functions that evaluate rather than train.
+pub fn is_eval_function_name(name: &str) -> bool {
+    let name = name.trim_start_matches('_').to_ascii_lowercase();
+    ["eval", "valid", "test", "predict", "infer", "generate", "sample", "benchmark"].iter().any(|p| name.starts_with(p))
+        || name.ends_with("_eval")
+        || name.ends_with("_evaluate")
+        || name.contains("evaluat")
+        || name.contains("validat")
+        || name.contains("inference")
+}
+
+impl<'a> Model<'a> {
+    pub fn loops(&self) -> &[LoopInfo<'a>] {
+        self.loops.get_or_init(|| classify(self))
+    }
+
+    pub fn loop_info(&self, node: Node<'_>) -> Option<&LoopInfo<'a>> {
+        self.loops().iter().find(|l| l.node.id() == node.id())
+    }
+
+    pub fn step_loops(&self) -> impl Iterator<Item = &LoopInfo<'a>> {
+        self.loops().iter().filter(|l| l.kind == LoopKind::Step)
+    }
+
+    /// The innermost step loop around `node`, not crossing a function boundary.
+    pub fn enclosing_step_loop(&self, node: Node<'_>) -> Option<&LoopInfo<'a>> {
+        let mut current = node.parent();
+        while let Some(n) = current {
+            if ast::is_function_boundary(n) {
+                return None;
+            }
+            if ast::is_loop(n)
+                && let Some(info) = self.loop_info(n).filter(|l| l.kind == LoopKind::Step)
+            {
+                return Some(info);
+            }
+            current = n.parent();
+        }
+        None
+    }
+
+    /// Lightning's `training_step` method around `node`: its body counts as a step loop body.
+    pub fn enclosing_training_step(&self, node: Node<'_>) -> Option<Node<'a>> {
+        let function = ast::enclosing_function(node)?;
+        let name = ast::function_name(function, self.text)?;
+        (name == "training_step" && ast::method_class(function).is_some())
+            .then(|| self.functions.iter().copied().find(|f| f.id() == function.id()))
+            .flatten()
+    }
+
+    /// Whether `node` runs once per batch: inside a step loop or a Lightning `training_step`.
+    pub fn in_step_body(&self, node: Node<'_>) -> bool {
+        self.enclosing_step_loop(node).is_some() || self.enclosing_training_step(node).is_some()
+    }
+
+    /// The file trains: it has a step loop, a `Trainer(...).train()`, or a Lightning
+    /// `training_step`.
+    pub fn is_training_context(&self) -> bool {
+        self.step_loops().next().is_some()
+            || self.frameworks().trainer_train
+            || self.frameworks().lightning_trainer
+            || self.functions_named("training_step").iter().any(|f| ast::method_class(*f).is_some())
+    }
+
+    /// Whether a call invokes a model: `model(x)`, `self.net(x)`, `model.generate(...)`.
+    pub fn calls_a_model(&self, call: Node<'_>) -> bool {
+        let Some(function) = ast::callee(call) else { return false };
+        let target = match function.kind() {
+            "attribute" => {
+                let attribute = function.child_by_field_name("attribute").map(|a| self.node_text(a));
+                if matches!(attribute, Some("generate" | "forward")) {
+                    function.child_by_field_name("object").unwrap_or(function)
+                } else {
+                    function
+                }
+            }
+            _ => function,
+        };
+        let name = match target.kind() {
+            "identifier" => self.node_text(target),
+            "attribute" => target.child_by_field_name("attribute").map_or("", |a| self.node_text(a)),
+            _ => return false,
+        };
+        if self.qualified_name(target).is_some() {
+            return false;
+        }
+        // `model.modules()` and friends walk the module tree; they do not run the model.
+        if matches!(name, "modules" | "named_modules" | "add_module" | "register_module" | "get_submodule") {
+            return false;
+        }
+        let lower = name.to_ascii_lowercase();
+        names::MODEL_NAME_FRAGMENTS.iter().any(|f| lower.contains(f)) && !lower.contains("loss")
+    }
+}
+
+fn classify<'a>(model: &Model<'a>) -> Vec<LoopInfo<'a>> {
+    // Each `.backward()` call marks its innermost enclosing loop (within the same function).
+    let mut candidates: Vec<(Node<'a>, Vec<Node<'a>>)> = Vec::new();
+    for call in model.calls_named("backward") {
+        let Some(loop_node) = innermost_loop(*call) else { continue };
+        match candidates.iter_mut().find(|(n, _)| n.id() == loop_node.id()) {
+            Some((_, calls)) => calls.push(*call),
+            None => candidates.push((loop_node, vec![*call])),
+        }
+    }
+    // A loop that calls a helper doing one training step (`loss = train_step(batch)`) is a step
+    // loop too, with its backward inside the helper.
+    for loop_node in all_loops(model) {
+        if candidates.iter().any(|(n, _)| n.id() == loop_node.id()) {
+            continue;
+        }
+        let calls_step_helper = model.own_calls_within(loop_node).any(|call| {
+            innermost_loop(call).is_some_and(|l| l.id() == loop_node.id())
+                && match model.resolve_call(call) {
+                    super::CallTarget::Local(f) => backward_outside_loops(model, f),
+                    super::CallTarget::Project(summary) => summary.runs_one_step,
+                    _ => false,
+                }
+        });
+        if calls_step_helper {
+            candidates.push((loop_node, Vec::new()));
+        }
+    }
+    // A loop that contains another candidate is an epoch loop, never a step loop.
+    let step: Vec<(Node<'a>, Vec<Node<'a>>)> = candidates
+        .iter()
+        .filter(|(outer, _)| {
+            !candidates.iter().any(|(inner, _)| inner.id() != outer.id() && ast::contains(*outer, *inner))
+        })
+        .cloned()
+        .collect();
+
+    let step_functions: Vec<Node<'a>> = model
+        .functions
+        .iter()
+        .copied()
+        .filter(|f| {
+            step.iter().any(|(l, _)| ast::contains(*f, *l) && !crosses_boundary(*l, *f))
+                || (ast::function_name(*f, model.text) == Some("training_step") && ast::method_class(*f).is_some())
+        })
+        .collect();
+
+    let loops = all_loops(model);
+    loops
+        .into_iter()
+        .map(|node| {
+            if let Some((_, calls)) = step.iter().find(|(n, _)| n.id() == node.id()) {
+                return LoopInfo { node, kind: LoopKind::Step, backward_calls: calls.clone() };
+            }
+            let contains_step =
+                step.iter().any(|(inner, _)| ast::contains(node, *inner) && !crosses_boundary(*inner, node));
+            let calls_step_function = model.own_calls_within(node).any(|call| match model.resolve_call(call) {
+                super::CallTarget::Local(f) => step_functions.iter().any(|s| s.id() == f.id()),
+                super::CallTarget::Project(summary) => summary.has_step_loop,
+                _ => false,
+            });
+            let kind = if contains_step || calls_step_function {
+                LoopKind::Epoch
+            } else if is_eval_loop(model, node) {
+                LoopKind::Eval
+            } else {
+                LoopKind::Other
+            };
+            LoopInfo { node, kind, backward_calls: Vec::new() }
+        })
+        .collect()
+}
+
+fn all_loops<'a>(model: &Model<'a>) -> Vec<Node<'a>> {
+    let mut loops = Vec::new();
+    let mut cursor = model.tree.walk();
+    let mut stack = vec![model.tree.root_node()];
+    while let Some(node) = stack.pop() {
+        if ast::is_loop(node) {
+            loops.push(node);
+        }
+        stack.extend(node.named_children(&mut cursor).collect::<Vec<_>>());
+    }
+    loops.sort_by_key(|l| l.start_byte());
+    loops
+}
+
+/// The function calls `.backward()` in its own body, outside any loop.
+pub(super) fn backward_outside_loops<'a>(model: &Model<'a>, function: Node<'a>) -> bool {
+    model.calls_named("backward").iter().any(|call| {
+        ast::contains(function, *call) && !crosses_boundary(*call, function) && innermost_loop(*call).is_none()
+    })
+}
+
+fn innermost_loop(node: Node<'_>) -> Option<Node<'_>> {
+    let mut current = node.parent();
+    while let Some(n) = current {
+        if ast::is_function_boundary(n) {
+            return None;
+        }
+        if ast::is_loop(n) {
+            return Some(n);
+        }
+        current = n.parent();
+    }
+    None
+}
+
+fn is_eval_loop<'a>(model: &Model<'a>, node: Node<'a>) -> bool {
+    let mut calls_model = false;
+    for call in model.own_calls_within(node) {
+        match ast::callee_name(call, model.text) {
+            Some("backward" | "step" | "zero_grad") => return false,
+            _ => calls_model |= model.calls_a_model(call),
+        }
+    }
+    if !calls_model {
+        return false;
+    }
+    let function = ast::enclosing_function(node);
+    if let Some(name) = function.and_then(|f| ast::function_name(f, model.text))
+        && is_eval_function_name(name)
+    {
+        return true;
+    }
+    // `model.eval()` earlier in the same function (or at module level, earlier in the file).
+    let scope_start = function.map_or(0, |f| f.start_byte());
+    model.calls_named("eval").iter().any(|call| {
+        call.start_byte() >= scope_start
+            && ast::precedes(*call, node)
+            && ast::enclosing_function(*call).map(|f| f.id()) == function.map(|f| f.id())
+            && ast::positional_args(*call).is_empty()
+            && ast::receiver(*call).is_some()
+            && !is_train_switched_back(model, *call, node)
+    })
+}
+
+/// `model.eval()` followed by `model.train()` before the loop: the loop trains again.
+fn is_train_switched_back(model: &Model<'_>, eval_call: Node<'_>, loop_node: Node<'_>) -> bool {
+    model.calls_named("train").iter().any(|t| {
+        ast::precedes(eval_call, *t)
+            && ast::precedes(*t, loop_node)
+            && ast::enclosing_function(*t).map(|f| f.id()) == ast::enclosing_function(loop_node).map(|f| f.id())
+    })
+}

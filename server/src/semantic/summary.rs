@@ -1,0 +1,88 @@
+//! What a function does, as far as the rules care: the unit of cross-function and cross-file
+//! knowledge.
+
+use serde::{Deserialize, Serialize};
+use tree_sitter::Node;
+
+use super::{CallTarget, Model, ast, names};
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FunctionSummary {
+    pub calls_set_device: bool,
+    pub enters_autocast: bool,
+    pub enables_checkpointing: bool,
+    pub zeroes_grads: bool,
+    /// The whole body runs with autograd off (decorated with no_grad / inference_mode).
+    pub runs_under_no_grad: bool,
+    pub has_step_loop: bool,
+    /// It calls `.backward()` outside any loop: one training step, so a loop that calls it is a
+    /// step loop.
+    pub runs_one_step: bool,
+    /// It calls a helper the checker cannot see, so what it does is not fully known.
+    pub calls_unseen: bool,
+}
+
+impl FunctionSummary {
+    pub fn merge(&mut self, other: &FunctionSummary) {
+        self.calls_set_device |= other.calls_set_device;
+        self.enters_autocast |= other.enters_autocast;
+        self.enables_checkpointing |= other.enables_checkpointing;
+        self.zeroes_grads |= other.zeroes_grads;
+        self.has_step_loop |= other.has_step_loop;
+        self.runs_one_step |= other.runs_one_step;
+        self.calls_unseen |= other.calls_unseen;
+    }
+}
+
+pub(super) fn summarize<'a>(model: &Model<'a>, function: Node<'a>) -> FunctionSummary {
+    let mut summary = FunctionSummary {
+        runs_under_no_grad: ast::decorators(function).iter().any(|d| model.is_grad_disabling(*d)),
+        has_step_loop: model.step_loops().any(|l| ast::contains(function, l.node))
+            || (ast::function_name(function, model.text) == Some("training_step")
+                && ast::method_class(function).is_some()),
+        ..FunctionSummary::default()
+    };
+    let Some(body) = function.child_by_field_name("body") else { return summary };
+    summary.runs_one_step = super::loops::backward_outside_loops(model, function);
+    for call in model.own_calls_within(body) {
+        let name = ast::callee_name(call, model.text).unwrap_or_default();
+        summary.calls_set_device |= model.call_resolves_to(call, names::SET_DEVICE);
+        summary.enables_checkpointing |= names::CHECKPOINT_METHODS.contains(&name)
+            || model.call_resolves_to(call, names::CHECKPOINT_FUNCTIONS)
+            || model.call_qualified_name(call).is_some_and(|q| {
+                q == "peft.prepare_model_for_kbit_training" || q == "peft.prepare_model_for_int8_training"
+            });
+        summary.zeroes_grads |= name == "zero_grad";
+        summary.enters_autocast |= model.is_autocast(call);
+        match model.resolve_call(call) {
+            CallTarget::Local(callee) if callee.id() != function.id() => summary.merge(&model.function_summary(callee)),
+            CallTarget::Project(other) => summary.merge(&other),
+            CallTarget::Unseen => summary.calls_unseen = true,
+            _ => {}
+        }
+    }
+    summary.enters_autocast |= has_autocast_with(model, body);
+    summary.zeroes_grads |= sets_grad_to_none(model, body);
+    summary.enables_checkpointing |= model.text[body.byte_range()].contains(".gradient_checkpointing = True");
+    summary
+}
+
+fn has_autocast_with<'a>(model: &Model<'a>, body: Node<'a>) -> bool {
+    let mut stack = vec![body];
+    let mut cursor = body.walk();
+    while let Some(node) = stack.pop() {
+        if node.kind() == "with_statement" && super::contexts::with_items(node).iter().any(|i| model.is_autocast(*i)) {
+            return true;
+        }
+        if node.id() == body.id() || !ast::is_function_boundary(node) {
+            stack.extend(node.named_children(&mut cursor).collect::<Vec<_>>());
+        }
+    }
+    false
+}
+
+/// `p.grad = None` (in a loop over parameters) zeroes gradients too.
+pub fn sets_grad_to_none(model: &Model<'_>, scope: Node<'_>) -> bool {
+    let text = &model.text[scope.byte_range()];
+    text.contains(".grad = None") || text.contains(".grad=None")
+}

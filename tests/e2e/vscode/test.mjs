@@ -1,0 +1,283 @@
+// Drives the installed culint extension inside code-server (the real VS Code workbench) with
+// Debian's Chromium, and checks what a user would see: culint's findings in the Problems panel,
+// the rule doc on hover, a quick fix that rewrites the file, and the GPU probe's report.
+//
+// run.sh starts code-server and passes its URL and the workspace through the environment:
+//   CULINT_E2E_URL        workbench URL with ?folder= pointing at the workspace
+//   CULINT_E2E_WORKSPACE  the workspace folder (a fresh copy of workspace-template/)
+//   CULINT_E2E_ARTIFACTS  where screenshots go
+//   CULINT_E2E_CHROMIUM   the Chromium executable (default /usr/bin/chromium)
+
+import assert from "node:assert/strict";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+import { chromium } from "playwright-core";
+
+import { SCENARIO } from "./scenario.mjs";
+
+const url = requiredEnv("CULINT_E2E_URL");
+const workspace = requiredEnv("CULINT_E2E_WORKSPACE");
+const artifacts = requiredEnv("CULINT_E2E_ARTIFACTS");
+const chromiumPath = process.env.CULINT_E2E_CHROMIUM || "/usr/bin/chromium";
+
+const WORKBENCH_ATTEMPTS = 3;
+const WORKBENCH_TIMEOUT_MS = 120_000;
+/** Server start plus the first lint; generous because CI shares 2 cores with compilers. */
+const DIAGNOSTICS_TIMEOUT_MS = 90_000;
+
+const scriptPath = join(workspace, SCENARIO.file);
+
+mkdirSync(artifacts, { recursive: true });
+const profile = mkdtempSync(join(tmpdir(), "culint-e2e-chromium-"));
+const context = await chromium.launchPersistentContext(profile, {
+  executablePath: chromiumPath,
+  headless: true,
+  viewport: { width: 1600, height: 1000 },
+  args: [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+  ],
+});
+const page = context.pages()[0] ?? (await context.newPage());
+page.setDefaultTimeout(30_000);
+
+let currentStep = "start";
+let failed = false;
+try {
+  await step("workbench loads", () => openWorkbench());
+  await step(`open ${SCENARIO.file}`, () => openFile(SCENARIO.file));
+  await step("diagnostics appear in the Problems panel", () => problemsShowFindings());
+  await step("hover shows the rule doc", () => hoverShowsRuleDoc());
+  await step("a quick fix rewrites the file", () => quickFixRewritesFile());
+  await step("culint: Probe GPU reports", () => probeReports());
+} catch (error) {
+  failed = true;
+  console.error(`FAILED at step "${currentStep}": ${error instanceof Error ? error.stack : error}`);
+  await screenshot("failure.png").catch(() => {});
+  const notifications = await page
+    .locator(".notification-list-item-message")
+    .allInnerTexts()
+    .catch(() => []);
+  if (notifications.length > 0) {
+    console.error(`notifications on screen:\n${notifications.join("\n")}`);
+  }
+} finally {
+  await context.close();
+  rmSync(profile, { recursive: true, force: true });
+}
+console.log(failed ? "vscode e2e: FAILED" : "vscode e2e: all steps passed");
+process.exit(failed ? 1 : 0);
+
+async function step(name, action) {
+  currentStep = name;
+  const started = Date.now();
+  await action();
+  console.log(`ok - ${name} (${((Date.now() - started) / 1000).toFixed(1)} s)`);
+}
+
+/** Loads the workbench, reloading when it does not come up (a cold code-server can be slow). */
+async function openWorkbench() {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await page.goto(url, { waitUntil: "domcontentloaded", timeout: WORKBENCH_TIMEOUT_MS });
+      await page.locator(".monaco-workbench").waitFor({ timeout: WORKBENCH_TIMEOUT_MS });
+      // The explorer lists the workspace once the remote file system is connected.
+      await page
+        .locator(".explorer-folders-view .monaco-list-row", { hasText: SCENARIO.file })
+        .waitFor({ timeout: WORKBENCH_TIMEOUT_MS });
+      return;
+    } catch (error) {
+      if (attempt >= WORKBENCH_ATTEMPTS) {
+        throw error;
+      }
+      console.log(`workbench not ready (attempt ${attempt}): ${firstLine(error)}; reloading`);
+    }
+  }
+}
+
+async function openFile(name) {
+  await page.locator(".explorer-folders-view .monaco-list-row", { hasText: name }).first().dblclick();
+  await page.locator(".tabs-container .tab.active", { hasText: name }).waitFor();
+  await page.locator(".editor-instance .monaco-editor .view-lines").first().waitFor();
+  await page.locator(".editor-instance .monaco-editor .view-lines").first().click();
+}
+
+async function problemsShowFindings() {
+  await runCommand("View: Focus Problems");
+  const panel = page.locator(".markers-panel");
+  await panel.waitFor();
+  for (const code of SCENARIO.expectedCodes) {
+    await panel
+      .locator(".monaco-list-row", { hasText: code })
+      .first()
+      .waitFor({ timeout: DIAGNOSTICS_TIMEOUT_MS });
+  }
+  const rows = await panel.locator(".monaco-list-row").allInnerTexts();
+  const culintRows = rows.filter((row) => row.includes("culint"));
+  assert.ok(
+    culintRows.length >= SCENARIO.expectedCodes.length,
+    `expected findings attributed to culint in the Problems panel, got:\n${rows.join("\n")}`,
+  );
+  await screenshot("problems.png");
+  await focusEditor();
+}
+
+async function hoverShowsRuleDoc() {
+  const { line, column } = locate(SCENARIO.hover.text);
+  await goTo(line, column);
+  await runCommand("Show or Focus Hover");
+  const hover = page.locator(".monaco-hover:visible", { hasText: SCENARIO.hover.code });
+  await hover.waitFor();
+  for (const text of SCENARIO.hover.expectText) {
+    await hover.getByText(text).first().waitFor();
+  }
+  await screenshot("hover.png");
+  await page.keyboard.press("Escape");
+}
+
+async function quickFixRewritesFile() {
+  const before = readFileSync(scriptPath, "utf8");
+  const { line, column } = locate(SCENARIO.fix.text, SCENARIO.fix.after);
+  await goTo(line, column);
+  await runCommand("Quick Fix...");
+  const action = page.locator(".action-widget .monaco-list-row", { hasText: SCENARIO.fix.title }).first();
+  await action.waitFor();
+  await screenshot("quick-fix-menu.png");
+  await action.click();
+  await runCommand("File: Save");
+  const after = await waitFor(
+    () => {
+      const text = readFileSync(scriptPath, "utf8");
+      return text !== before ? text : undefined;
+    },
+    20_000,
+    `${SCENARIO.file} on disk to change after the quick fix and save`,
+  );
+  assert.equal(after, SCENARIO.fix.expected(before), "the file after the quick fix");
+  // The finding the fix resolved leaves the Problems panel.
+  await runCommand("View: Focus Problems");
+  await waitFor(
+    async () => {
+      const rows = await page.locator(".markers-panel .monaco-list-row").allInnerTexts();
+      return rows.every((row) => !row.includes(SCENARIO.fix.code)) || undefined;
+    },
+    30_000,
+    `${SCENARIO.fix.code} to leave the Problems panel`,
+  );
+  await screenshot("after-fix.png");
+  await focusEditor();
+}
+
+async function probeReports() {
+  await runCommand("culint: Probe GPU");
+  // The report opens in a markdown preview, a webview: its text lives in a nested frame.
+  const reportText = await waitFor(
+    async () => {
+      for (const frame of page.frames()) {
+        const text = await frame
+          .locator("body")
+          .innerText({ timeout: 1_000 })
+          .catch(() => "");
+        if (SCENARIO.probe.expectText.test(text)) {
+          return text;
+        }
+      }
+      return undefined;
+    },
+    60_000,
+    `the GPU probe report matching ${SCENARIO.probe.expectText}`,
+  );
+  assert.match(reportText, SCENARIO.probe.expectText);
+  const status = page.locator(".statusbar-item", { hasText: "GPU" }).first();
+  await status.waitFor();
+  assert.match(await status.innerText(), SCENARIO.probe.statusText);
+  await screenshot("probe.png");
+}
+
+/** Runs a command by its title from the command palette. */
+async function runCommand(title) {
+  await page.keyboard.press("F1");
+  const input = page.locator(".quick-input-widget input.input");
+  await input.waitFor();
+  await input.fill(`>${title}`);
+  await page
+    .locator(".quick-input-widget .monaco-list-row", { hasText: title })
+    .first()
+    .waitFor();
+  await page.keyboard.press("Enter");
+  await page.locator(".quick-input-widget").waitFor({ state: "hidden" });
+}
+
+async function goTo(line, column) {
+  await focusEditor();
+  await page.keyboard.press("Control+G");
+  const input = page.locator(".quick-input-widget input.input");
+  await input.waitFor();
+  await input.fill(`${line}:${column}`);
+  await page.keyboard.press("Enter");
+  await page.locator(".quick-input-widget").waitFor({ state: "hidden" });
+}
+
+async function focusEditor() {
+  await runCommandQuietly("View: Focus Active Editor Group");
+}
+
+async function runCommandQuietly(title) {
+  await page.keyboard.press("Escape");
+  await runCommand(title);
+}
+
+/** 1-based line and column of the first occurrence of `text` in the fixture, after the first
+ * line that contains `after` when given. */
+function locate(text, after) {
+  const lines = readFileSync(scriptPath, "utf8").split("\n");
+  let index = after === undefined ? 0 : lines.findIndex((line) => line.includes(after));
+  if (index < 0) {
+    throw new Error(`"${after}" is not in ${scriptPath}`);
+  }
+  for (; index < lines.length; index++) {
+    const column = lines[index].indexOf(text);
+    if (column >= 0) {
+      return { line: index + 1, column: column + 1 };
+    }
+  }
+  throw new Error(`"${text}" is not in ${scriptPath}${after === undefined ? "" : ` after "${after}"`}`);
+}
+
+async function waitFor(probe, timeoutMs, what) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined && value !== false) {
+      return value;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out after ${timeoutMs / 1000} s waiting for ${what}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+async function screenshot(name) {
+  await page.screenshot({ path: join(artifacts, name) });
+}
+
+function requiredEnv(name) {
+  const value = process.env[name];
+  if (!value) {
+    console.error(`${name} is not set; run this test through tests/e2e/vscode/run.sh`);
+    process.exit(2);
+  }
+  return value;
+}
+
+function firstLine(error) {
+  return String(error instanceof Error ? error.message : error).split("\n")[0];
+}
