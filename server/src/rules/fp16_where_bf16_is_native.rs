@@ -108,7 +108,8 @@ fn autocast_finding(model: &Model<'_>, call: Node<'_>) -> Option<(String, Option
     let cuda_only = model.call_qualified_name(call).is_some_and(|q| q.starts_with("torch.cuda."));
     let device =
         ast::keyword_arg(call, "device_type", source).or_else(|| ast::positional_args(call).into_iter().next());
-    if !cuda_only && !device.and_then(|d| ast::string_value(d, source)).is_some_and(|d| d == "cuda") {
+    let on_cuda = cuda_only || device.and_then(|d| ast::string_value(d, source)).is_some_and(|d| d == "cuda");
+    if !on_cuda {
         return None;
     }
     // Autocast on CUDA defaults to float16; a dtype from a variable is the user's switch.
@@ -232,10 +233,9 @@ fn framework_finding(model: &Model<'_>, keyword: Node<'_>) -> Option<(String, Op
                         "Lightning `{last}(precision={})` trains in fp16 with loss scaling",
                         model.node_text(value)
                     ),
-                    replace("precision=\"bf16-mixed\"", "Use `precision=\"bf16-mixed\"`").expect("always a fix"),
+                    replace("precision=\"bf16-mixed\"", "Use `precision=\"bf16-mixed\"`"),
                 )
             })
-            .map(|(message, fix)| (message, Some(fix)))
         }
         _ => None,
     }
