@@ -116,7 +116,7 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
     checker.report_node(
         call,
         format!(
-            "`{id}` (about {}) needs about {} for {} ({} bytes per parameter), more than the GPU's {}. Options: LoRA on bf16 weights (about {weights_bf16}), 4-bit loading (about {weights_4bit}), or FSDP / ZeRO-3 across {gpus} GPUs; gradient checkpointing saves only activations",
+            "`{id}` (about {}) needs about {} for {} ({} bytes per parameter), more than the GPU's {}. Options: LoRA on bf16 weights (about {weights_bf16}), 4-bit loading (about {weights_4bit}), or FSDP / ZeRO-3 across at least {gpus} GPUs; gradient checkpointing saves only activations",
             parameters_text(parameters),
             bytes(needed as u64),
             usage.what,
