@@ -82,12 +82,14 @@ impl LanguageServer for Server {
 }
 
 /// Serve LSP over a pair of byte streams (stdio in production, an in-memory pipe in tests)
-/// until the client sends `exit` or closes the input.
+/// until the client sends `exit` or closes the input. Malformed messages are dropped before the
+/// transport sees them (see `framing`), so one of them does not end the session.
 pub async fn serve<I, O>(input: I, output: O)
 where
-    I: tokio::io::AsyncRead + Unpin,
+    I: tokio::io::AsyncRead + Unpin + Send + 'static,
     O: tokio::io::AsyncWrite,
 {
     let (service, socket) = LspService::new(Server::new);
+    let input = super::framing::well_formed_messages(input);
     tower_lsp_server::Server::new(input, output, socket).concurrency_level(MAX_CONCURRENCY).serve(service).await;
 }
