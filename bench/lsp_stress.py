@@ -29,6 +29,8 @@ FRAGMENTS = ["x", "loss", "\n", "\n    ", "注释", "😀", "é", " ", "(", ")",
 # many small ones together must not run away.
 EDIT_SESSION_RSS_LIMIT_MIB = 512
 HOSTILE_RSS_LIMIT_MIB = 2048
+# The edited document hovers around this many characters.
+TARGET_CHARS = 1500
 SCRIPT = """import torch  # 训练脚本 😀
 model = torch.nn.Linear(8, 8).cuda()
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -157,12 +159,15 @@ def edit_session(culint, encoding, edits, rng, root):
     negotiated = initialize(server, encoding, root)
     assert negotiated == encoding, f"asked for {encoding}, got {negotiated}"
     uri = (root / f"stress_{encoding}.py").as_uri()
-    text = SCRIPT
+    text = SCRIPT * 4
     server.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 0, "text": text}})
     peak = server.rss_mib()
     for version in range(1, edits + 1):
         start = rng.randrange(len(text) + 1)
-        end = min(len(text), start + rng.choice([0, 0, 1, 3, 12, 40]))
+        # Deletions are longer than insertions on average: below the target size, only insert,
+        # so the document keeps several lines of mixed-width text to edit.
+        span = rng.choice([0, 0, 1, 3, 12, 40]) if len(text) > TARGET_CHARS else 0
+        end = min(len(text), start + span)
         # Never split a surrogate pair's character: indices are Python characters, always whole.
         new = rng.choice(FRAGMENTS)
         change = {"range": {"start": position(text, start, encoding), "end": position(text, end, encoding)}, "text": new}
