@@ -50,6 +50,12 @@ def main():
     d_losses = []
 
     real_batches = [torch.randn(64, 784, device=device) for _ in range(100)]
+    for real in real_batches[:10]:  # warm up the discriminator alone
+        warm_up_loss = criterion(discriminator(real), torch.ones(64, 1, device=device))
+        warm_up_loss.backward(retain_graph=True)
+        opt_d.step()
+        opt_d.zero_grad()
+
     for step, real in enumerate(real_batches):
         z = torch.randn(64, 64, device=device)
         with autocast():

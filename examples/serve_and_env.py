@@ -14,15 +14,15 @@ os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:true,max_split_size
 os.environ["CUBLASLT_HEURISTIC_MODE"] = "1"
 
 
-def gemm_workspace():
+def warm_up_gemm():
     handle = cupy.cuda.cublas.create()
-    return handle
+    cupy.cuda.cublas.setPointerMode(handle, cupy.cuda.cublas.CUBLAS_POINTER_MODE_HOST)
 
 
 def main():
     tokenizer = AutoTokenizer.from_pretrained("meta-llama/Llama-2-13b-hf")
     model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-2-13b-hf", device_map="auto")
-    gemm_workspace()
+    warm_up_gemm()
     with torch.no_grad():
         inputs = tokenizer("culint reads", return_tensors="pt").to("cuda")
         print(tokenizer.decode(model.generate(**inputs, max_new_tokens=20)[0]))
