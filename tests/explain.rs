@@ -261,7 +261,7 @@ fn chinese_report_translates_labels_and_reasons() {
     let text = fixture("oom_new_fragmentation.log");
     let markdown = explain_markdown(&text, Lang::Zh);
     assert!(markdown.contains("碎片化导致的 CUDA 显存不足"), "{markdown}");
-    assert!(markdown.contains("**出错时的显存** (诊断: 碎片化)"), "{markdown}");
+    assert!(markdown.contains("**出错时的显存** (诊断：碎片化)"), "{markdown}");
     assert!(markdown.contains("已保留但未分配 4.84 GiB"), "{markdown}");
     assert!(markdown.contains("**可行的办法**"));
 }

@@ -55,7 +55,7 @@ fn log_on_stdin_in_chinese() {
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
     let stdout = text(&output.stdout);
     assert!(stdout.contains("碎片化导致的 CUDA 显存不足"), "{stdout}");
-    assert!(stdout.contains("诊断: 碎片化"), "{stdout}");
+    assert!(stdout.contains("诊断：碎片化"), "{stdout}");
 }
 
 #[test]
