@@ -82,6 +82,25 @@ fn wrap(text: &str, indent: &str) -> String {
     out
 }
 
+/// Up to [`LISTED_OCCURRENCES`] occurrences with different messages: the same line from 64
+/// ranks differs only in its numbers, so messages are compared with digits masked.
+fn distinct_occurrences<'f>(finding: &'f Finding<'_>) -> Vec<&'f super::Occurrence> {
+    let mask = |message: &str| message.chars().map(|c| if c.is_ascii_digit() { '#' } else { c }).collect::<String>();
+    let mut seen = Vec::new();
+    let mut listed = Vec::new();
+    for occurrence in &finding.occurrences {
+        let key = mask(&occurrence.message);
+        if !seen.contains(&key) {
+            seen.push(key);
+            listed.push(occurrence);
+            if listed.len() == LISTED_OCCURRENCES {
+                break;
+            }
+        }
+    }
+    listed
+}
+
 fn seen_line(finding: &Finding<'_>, lang: Lang) -> String {
     let first = &finding.occurrences[0];
     let count = finding.count;
@@ -198,7 +217,8 @@ impl Report<'_> {
             let _ =
                 writeln!(out, "{} {}", paint.title(&format!("[{}]", entry.id)), paint.strong(&entry.title.text(lang)));
             let _ = writeln!(out, "  {} {}", paint.dim("-->"), seen_line(finding, lang));
-            for occurrence in finding.occurrences.iter().take(LISTED_OCCURRENCES) {
+            let listed = distinct_occurrences(finding);
+            for occurrence in &listed {
                 let rank = occurrence.rank.as_deref().map(|r| format!("[{r}] ")).unwrap_or_default();
                 let _ = writeln!(
                     out,
@@ -207,8 +227,8 @@ impl Report<'_> {
                     shorten(&occurrence.message)
                 );
             }
-            if finding.count > LISTED_OCCURRENCES {
-                let more = finding.count - LISTED_OCCURRENCES;
+            if finding.count > listed.len() {
+                let more = finding.count - listed.len();
                 let _ = writeln!(
                     out,
                     "  {}",
