@@ -162,6 +162,8 @@ fn torchrun_ranks_are_merged_into_one_finding() {
     assert_eq!(finding.frames.len(), 3, "the same traceback of four ranks is listed once: {:?}", finding.frames);
     let text = report.to_text(false);
     assert!(text.contains("line 35, 4 times on ranks (rank0, rank1, rank2, rank3)"), "{text}");
+    assert_eq!(text.matches("when calling `cublasCreate(handle)`").count(), 1, "one line stands for all ranks: {text}");
+    assert!(text.contains("… 3 more"), "{text}");
 }
 
 #[test]
