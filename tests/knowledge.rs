@@ -83,7 +83,7 @@ fn the_required_errors_are_covered() {
         "cuda/invalid-device-ordinal",
         "cudnn/status-error",
         "nccl/unhandled-cuda-error",
-        "cuda/no-gpu",
+        "cuda/not-available",
     ] {
         assert!(builtin().entry(id).is_some(), "missing entry {id}");
     }

@@ -25,7 +25,7 @@ pub const BUILTIN_FILES: &[(&str, &str)] = &[
     entry_file!("knowledge/cuda/no-kernel-image.toml"),
     entry_file!("knowledge/cuda/driver-too-old.toml"),
     entry_file!("knowledge/cuda/invalid-device-ordinal.toml"),
-    entry_file!("knowledge/cuda/no-gpu.toml"),
+    entry_file!("knowledge/cuda/not-available.toml"),
     entry_file!("knowledge/cudnn/status-error.toml"),
     entry_file!("knowledge/nccl/unhandled-cuda-error.toml"),
 ];
