@@ -7,7 +7,7 @@ use culint::explain::{ExplainOptions, explain};
 use culint::knowledge::{BUILTIN_FILES, Base, Lang, Localized, builtin};
 
 /// Ids of the checks `culint probe` reports (server/src/probe). Entries name them so that a probe
-/// result and an error can point at each other.
+/// result and an error can point at each other. `env` stands for the `env.<VARIABLE>` checks.
 const PROBE_CHECKS: &[&str] = &[
     "driver",
     "devices",
@@ -19,6 +19,7 @@ const PROBE_CHECKS: &[&str] = &[
     "cublas.handle",
     "cublaslt.heuristic",
     "torch.cuda",
+    "env",
 ];
 
 /// Rule codes of the catalogue (RULES.md). Related rules must name one of these.
