@@ -287,6 +287,14 @@ fn check_stdin(args: &CheckArgs, resolver: &Resolver, mode: FixMode) -> Result<F
     let display = args.stdin_filename.clone().unwrap_or_else(|| PathBuf::from("-"));
     let lookup = args.stdin_filename.clone().unwrap_or_else(|| PathBuf::from("stdin.py"));
     let settings = resolver.settings_for(&lookup).map_err(|e| e.to_string())?;
+    if args.stdin_filename.is_some() && resolver.is_excluded(&lookup).map_err(|e| e.to_string())? {
+        // Excluded files stay unlinted even when an editor pipes them in; `--fix` echoes them.
+        let mut report = FileReport::unchecked(display);
+        if mode == FixMode::Apply {
+            report.fixed_text = Some(String::from_utf8_lossy(&bytes).into_owned());
+        }
+        return Ok(report);
+    }
     match decode(bytes) {
         Loaded::Text(source) => {
             let mut report = check_source(&source, &lookup, display, &settings, mode);

@@ -39,10 +39,14 @@ pub struct Config {
 /// or any other file name, read as culint.toml with the options at the top level.
 pub fn load(path: &Path) -> Result<Config, ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|e| ConfigError::new(path, format!("cannot read: {e}")))?;
-    let root = match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
-        _ => PathBuf::from("."),
+    let parent = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
     };
+    // Globs are matched against absolute paths, so the root must be absolute too.
+    let root = parent
+        .canonicalize()
+        .map_err(|e| ConfigError::new(path, format!("cannot resolve the directory of the configuration: {e}")))?;
     let options = if is_pyproject(path) {
         match culint_table_of_pyproject(path, &text)? {
             Some(table) => parse_options(&table, "in [tool.culint]", &root),
