@@ -413,3 +413,21 @@ fn excluded_stdin_filenames_are_not_linted() {
     let fixed = cli_support::culint_stdin(dir.path(), &fix_args, STEP_LOOP.as_bytes());
     assert_eq!(fixed.stdout, STEP_LOOP, "an excluded file passes through --fix unchanged");
 }
+
+#[test]
+fn configured_severity_reaches_every_format() {
+    let dir = project(&[
+        ("train.py", STEP_LOOP.as_bytes()),
+        (
+            "pyproject.toml",
+            b"[tool.culint]\nselect = [\"CUL201\"]\n[tool.culint.severity]\nempty-cache-in-step-loop = \"error\"\n",
+        ),
+    ]);
+    let github = culint(dir.path(), &["check", "--output-format", "github"]);
+    assert!(github.stdout.starts_with("::error file=train.py,"), "{}", github.stdout);
+    let full = culint(dir.path(), &["check"]);
+    assert!(full.stdout.starts_with("error[CUL201]: "), "{}", full.stdout);
+    let sarif = culint(dir.path(), &["check", "--output-format", "sarif"]);
+    let log: serde_json::Value = serde_json::from_str(&sarif.stdout).unwrap();
+    assert_eq!(log["runs"][0]["results"][0]["level"], "error");
+}
