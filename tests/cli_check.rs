@@ -431,3 +431,15 @@ fn configured_severity_reaches_every_format() {
     let log: serde_json::Value = serde_json::from_str(&sarif.stdout).unwrap();
     assert_eq!(log["runs"][0]["results"][0]["level"], "error");
 }
+
+#[test]
+fn output_format_comes_from_the_configuration_unless_given() {
+    let dir = project(&[
+        ("train.py", STEP_LOOP.as_bytes()),
+        ("culint.toml", b"output-format = \"concise\"\nselect = [\"CUL201\"]\n"),
+    ]);
+    let configured = culint(dir.path(), &["check"]);
+    assert!(configured.stdout.starts_with("train.py:12:5: CUL201 "), "{}", configured.stdout);
+    let given = culint(dir.path(), &["check", "--output-format", "github"]);
+    assert!(given.stdout.starts_with("::warning file=train.py,"), "{}", given.stdout);
+}
