@@ -44,7 +44,9 @@ const DOC: &str = r#"# eval-without-no-grad (CUL402)
 Flags an eval loop that runs a model with autograd on. An eval loop is a loop with no
 `.backward()` and no optimizer step that calls a model, in a function named like
 `evaluate`/`validate`/`test*`/`predict*`/`infer*`, or after `model.eval()` in the same function.
-It is flagged when no `torch.no_grad()`, `torch.inference_mode()` or
+Calls that build or fetch a model (`Net(config)`, `model_class(config)`, `get_model()`) do not
+count as running it, and files that do not use PyTorch are not checked. It is flagged when no
+`torch.no_grad()`, `torch.inference_mode()` or
 `torch.set_grad_enabled(False)` covers it: not as a `with` around the loop or around the model
 calls, not as a decorator of the function, and not around every call site of the function.
 
