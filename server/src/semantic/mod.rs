@@ -7,10 +7,13 @@
 
 pub mod ast;
 mod contexts;
+mod cuda_init;
+pub mod environ;
 mod frameworks;
 pub mod imports;
 mod loops;
 pub mod names;
+mod star_imports;
 pub mod summary;
 pub mod training;
 
@@ -192,7 +195,7 @@ impl<'a> Model<'a> {
                 if let Some(binding) = self.imports.binding(name) {
                     return self.resolve_imported(&binding.qualified.clone());
                 }
-                self.local_function(name).map_or(CallTarget::Dynamic, CallTarget::Local)
+                self.local_function(name).map_or_else(|| self.resolve_star_imported(name), CallTarget::Local)
             }
             "attribute" => {
                 let object = function.child_by_field_name("object");
