@@ -137,6 +137,10 @@ fn package_reexports_are_followed_two_levels() {
     assert!(train.has_step_loop && train.enters_autocast);
     // pkg/__init__.py → api.py → relay.py → engine.py is one level too many.
     assert_missing(project.lookup(Some(&user), "pkg.far_train"));
+    // A package that re-exports with `from .tools import *`.
+    assert!(found(project.lookup(Some(&user), "star_pkg.pin_device")).calls_set_device);
+    assert_eq!(found(project.lookup(Some(&user), "star_pkg.describe")), FunctionSummary::default());
+    assert_missing(project.lookup(Some(&user), "star_pkg.nowhere"));
     // The same function by its own module is found, with the loop of the local helper it calls.
     let far = found(project.lookup(Some(&user), "pkg.engine.far_train"));
     assert!(far.has_step_loop && far.enters_autocast);
