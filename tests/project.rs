@@ -90,6 +90,18 @@ fn star_imported_helpers_are_resolved_through_the_project() {
 }
 
 #[test]
+fn setup_helper_that_hands_over_to_unseen_code_keeps_missing_set_device_quiet() {
+    let project = ProjectIndex::new();
+    let train = fixture("helper_calls_unseen/train.py");
+    let summary = found(project.lookup(Some(&train), "utils.init_distributed_mode"));
+    assert!(!summary.calls_set_device && summary.calls_unseen);
+    assert_eq!(findings(&train, Some(&project)), BTreeSet::new());
+    let logging = fixture("helper_calls_unseen/train_logging_helper.py");
+    assert_eq!(findings(&logging, Some(&project)), marked(&logging));
+    assert!(!marked(&logging).is_empty());
+}
+
+#[test]
 fn helper_that_never_sets_the_device_is_flagged() {
     let path = fixture("ddp_helper_no_set_device/train.py");
     let project = ProjectIndex::new();
