@@ -199,6 +199,9 @@ fn checkpointing_turned_on_in_a_peft_helper_is_summarised() {
     assert_eq!(findings(&lora_only, Some(&project)), marked(&lora_only));
     assert!(!marked(&lora_only).is_empty());
     assert_eq!(findings(&lora_only, None), BTreeSet::new());
+    // A helper that hands the model to code culint cannot see may turn checkpointing on.
+    assert!(found(project.lookup(Some(&train), "model_utils.prepare_with_vendor_kit")).calls_unseen);
+    assert_eq!(findings(&fixture("peft_helper/train_vendor_kit.py"), Some(&project)), BTreeSet::new());
 }
 
 #[test]
