@@ -177,12 +177,20 @@ fn checkpointing_is_on(model: &Model<'_>) -> bool {
     model.calls.iter().any(|call| model.callee_summary(*call).is_some_and(|s| s.enables_checkpointing))
 }
 
-/// The loaded model is handed to a helper the checker cannot see, which may enable checkpointing.
+/// The loaded model is handed to a helper the checker cannot see, which may enable checkpointing:
+/// an unseen one, or a local or project helper that passes it on to unseen code.
 fn model_reaches_unseen_helper(model: &Model<'_>, load: Node<'_>) -> bool {
     let Some(target) = load_target(load) else { return false };
     let name = model.node_text(target);
     model.calls.iter().any(|call| {
-        matches!(model.resolve_call(*call), CallTarget::Unseen)
+        let opaque = match model.resolve_call(*call) {
+            CallTarget::Unseen => true,
+            CallTarget::Local(_) | CallTarget::Project(_) => {
+                model.callee_summary(*call).is_some_and(|s| s.calls_unseen)
+            }
+            _ => false,
+        };
+        opaque
             && ast::positional_args(*call)
                 .iter()
                 .chain(&ast::keyword_args(*call))
