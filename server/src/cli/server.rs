@@ -26,6 +26,9 @@ pub fn run(args: ServerArgs) -> ExitCode {
             return ExitCode::from(super::EXIT_USAGE);
         }
     };
-    runtime.block_on(lsp::serve(tokio::io::stdin(), tokio::io::stdout()));
-    ExitCode::SUCCESS
+    match runtime.block_on(lsp::serve(tokio::io::stdin(), tokio::io::stdout())) {
+        lsp::Ending::Orderly => ExitCode::SUCCESS,
+        // The protocol's exit code for `exit` without a preceding `shutdown`.
+        lsp::Ending::Abrupt => ExitCode::from(1),
+    }
 }

@@ -177,3 +177,24 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         "panic with a non-text payload".to_owned()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use tower_lsp_server::LspService;
+
+    use crate::lsp::Server;
+
+    #[tokio::test]
+    async fn a_panic_in_engine_work_becomes_an_internal_error() {
+        let (service, _socket) = LspService::new(Server::new);
+        let context = service.inner().context().clone();
+        let error = context.blocking("lint", || -> usize { panic!("rule exploded") }).await.unwrap_err();
+        assert_eq!(error.code, tower_lsp_server::jsonrpc::ErrorCode::InternalError);
+        assert!(error.message.contains("lint failed: rule exploded"), "{}", error.message);
+        let guarded =
+            context.guarded("didChange", || -> tower_lsp_server::jsonrpc::Result<()> { panic!("edit exploded") });
+        assert!(guarded.await.is_err());
+        // The server's state is still usable after both panics.
+        assert!(context.session.lock().documents.is_empty());
+    }
+}

@@ -48,7 +48,9 @@ impl TestClient {
     pub async fn start(capabilities: Value, options: Value) -> (Self, Value) {
         let (client_side, server_side) = tokio::io::duplex(1 << 20);
         let (server_read, server_write) = tokio::io::split(server_side);
-        tokio::spawn(crate::lsp::serve(server_read, server_write));
+        tokio::spawn(async move {
+            crate::lsp::serve(server_read, server_write).await;
+        });
         let (reader, writer) = tokio::io::split(client_side);
         let (sender, incoming) = mpsc::unbounded_channel();
         tokio::spawn(read_messages(reader, sender));
