@@ -180,21 +180,26 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 
 #[cfg(test)]
 mod tests {
-    use tower_lsp_server::LspService;
+    use serde_json::json;
+    use tower_lsp_server::jsonrpc::{ErrorCode, Result};
 
-    use crate::lsp::Server;
+    use crate::lsp::testing::{TestClient, basic_capabilities};
 
     #[tokio::test]
-    async fn a_panic_in_engine_work_becomes_an_internal_error() {
-        let (service, _socket) = LspService::new(Server::new);
-        let context = service.inner().context().clone();
+    async fn a_panic_in_engine_work_becomes_a_logged_internal_error() {
+        let (mut client, _, context) = TestClient::start_with_context(basic_capabilities(), json!({})).await;
         let error = context.blocking("lint", || -> usize { panic!("rule exploded") }).await.unwrap_err();
-        assert_eq!(error.code, tower_lsp_server::jsonrpc::ErrorCode::InternalError);
+        assert_eq!(error.code, ErrorCode::InternalError);
         assert!(error.message.contains("lint failed: rule exploded"), "{}", error.message);
-        let guarded =
-            context.guarded("didChange", || -> tower_lsp_server::jsonrpc::Result<()> { panic!("edit exploded") });
-        assert!(guarded.await.is_err());
-        // The server's state is still usable after both panics.
-        assert!(context.session.lock().documents.is_empty());
+        let guarded = context.guarded("didChange", || -> Result<()> { panic!("edit exploded") }).await;
+        assert_eq!(guarded.unwrap_err().code, ErrorCode::InternalError);
+        for text in ["culint: lint failed: rule exploded", "culint: didChange failed: edit exploded"] {
+            let logged =
+                client.wait_for(|m| m["method"] == "window/logMessage" && m["params"]["message"] == text).await;
+            assert_eq!(logged["params"]["type"], 1);
+        }
+        // Still serving.
+        assert!(client.request("workspace/executeCommand", json!({"command": "culint.nope"})).await.is_err());
+        client.shutdown().await;
     }
 }
