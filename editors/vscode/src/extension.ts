@@ -2,6 +2,7 @@
 // "culint: Probe GPU", "culint: Explain error", "culint: Fix all" and "culint: Restart server".
 
 import * as vscode from "vscode";
+import { ResponseError } from "vscode-languageclient/node";
 
 import { MarkdownView, SCHEME } from "./markdownView";
 import { summarizeProbe, summarizeProbeFailure } from "./probeReport";
@@ -51,7 +52,9 @@ async function probeGpu(culint: CulintServer, view: MarkdownView, status: vscode
       try {
         return summarizeProbe(await culint.executeCommand("culint.probe", []));
       } catch (error) {
-        return summarizeProbeFailure(errorMessage(error));
+        // No driver or no GPU is an answer, not a failure: the server says why in the error.
+        const data = error instanceof ResponseError ? error.data : undefined;
+        return summarizeProbeFailure(errorMessage(error), data);
       }
     },
   );

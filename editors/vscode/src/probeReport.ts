@@ -36,15 +36,15 @@ export function summarizeProbe(result: unknown): ProbeSummary {
   return { markdown, statusText: `${label} ${formatBytes(totalFree)} free`, tooltip };
 }
 
-/** The status-bar text and the message for a probe the server refused, e.g. on a machine with no
- * NVIDIA driver. */
-export function summarizeProbeFailure(message: string): ProbeSummary {
-  const firstLine = message.split("\n")[0].trim();
-  return {
-    markdown: `# GPU probe\n\nThe probe could not run: ${message.trim()}\n`,
-    statusText: "GPU: none",
-    tooltip: firstLine,
-  };
+/** The report for a probe the server refused, e.g. on a machine with no NVIDIA driver: the
+ * server's error message is the one-line reason, its `data` the report (with `markdown`). */
+export function summarizeProbeFailure(message: string, data?: unknown): ProbeSummary {
+  const reason = message.split("\n")[0].trim();
+  const markdown =
+    isRecord(data) && typeof data.markdown === "string"
+      ? data.markdown
+      : `# GPU probe\n\nThe probe could not run: ${message.trim()}\n`;
+  return { markdown, statusText: "GPU: none", tooltip: reason };
 }
 
 export function formatBytes(bytes: number): string {

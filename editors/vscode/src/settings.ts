@@ -15,6 +15,7 @@ export interface ServerSettings {
   unsafeFixes?: boolean;
   severity?: Record<string, SeverityLevel>;
   configuration?: string;
+  showSyntaxErrors?: boolean;
 }
 
 /** The part of `vscode.WorkspaceConfiguration` this module needs. */
@@ -37,6 +38,9 @@ export function toServerSettings(source: SettingsSource, workspaceFolder?: strin
   }
   if (source.get<unknown>("unsafeFixes") === true) {
     settings.unsafeFixes = true;
+  }
+  if (source.get<unknown>("showSyntaxErrors") === true) {
+    settings.showSyntaxErrors = true;
   }
 
   const severity = source.get<unknown>("severity");

@@ -34,6 +34,25 @@ test("a refused probe is shown as a report and a short status, not an error", ()
   assert.match(summary.markdown, /no NVIDIA driver/);
 });
 
+test("a refused probe's report from the error data is shown when there is one", () => {
+  const summary = summarizeProbeFailure("no NVIDIA driver", { unavailable: "no NVIDIA driver", markdown: "# culint probe\n" });
+  assert.equal(summary.markdown, "# culint probe\n");
+  assert.equal(summary.tooltip, "no NVIDIA driver");
+});
+
+test("the server's report shape: devices with free_bytes and total_bytes", () => {
+  const summary = summarizeProbe({
+    markdown: "# culint probe\n",
+    devices: [{ index: 0, name: "NVIDIA A10", free_bytes: 22 * GIB, total_bytes: 24 * GIB }],
+  });
+  assert.equal(summary.statusText, "GPU 22.0 GiB free");
+  assert.equal(summary.tooltip, "NVIDIA A10: 22.0 GiB free of 24.0 GiB");
+});
+
+test("a text report's 'free: N GiB' figure is found too", () => {
+  assert.equal(summarizeProbe("GPU 0\nfree: 3.5 GiB\n").statusText, "GPU 3.5 GiB free");
+});
+
 test("sizes under a GiB are shown in MiB", () => {
   assert.equal(formatBytes(512 * 2 ** 20), "512 MiB");
   assert.equal(formatBytes(1.25 * GIB), "1.3 GiB");

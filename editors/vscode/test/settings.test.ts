@@ -21,6 +21,7 @@ test("every setting is passed through in the server's shape", () => {
       unsafeFixes: true,
       severity: { CUL101: "error", CUL202: "hint" },
       configuration: "configs/culint.toml",
+      showSyntaxErrors: true,
     }),
     "/work/project",
   );
@@ -30,6 +31,7 @@ test("every setting is passed through in the server's shape", () => {
     unsafeFixes: true,
     severity: { CUL101: "error", CUL202: "hint" },
     configuration: path.resolve("/work/project", "configs/culint.toml"),
+    showSyntaxErrors: true,
   });
 });
 

@@ -25,7 +25,7 @@ pub struct LoopInfo<'a> {
 }
 
 /// Names of functions that evaluate rather than train.
-fn is_eval_function_name(name: &str) -> bool {
+pub fn is_eval_function_name(name: &str) -> bool {
     let name = name.trim_start_matches('_').to_ascii_lowercase();
     ["eval", "valid", "test", "predict", "infer", "generate", "sample", "benchmark"].iter().any(|p| name.starts_with(p))
         || name.ends_with("_eval")
@@ -110,6 +110,10 @@ impl<'a> Model<'a> {
         if self.qualified_name(target).is_some() {
             return false;
         }
+        // `model.modules()` and friends walk the module tree; they do not run the model.
+        if matches!(name, "modules" | "named_modules" | "add_module" | "register_module" | "get_submodule") {
+            return false;
+        }
         let lower = name.to_ascii_lowercase();
         names::MODEL_NAME_FRAGMENTS.iter().any(|f| lower.contains(f)) && !lower.contains("loss")
     }
@@ -123,6 +127,24 @@ fn classify<'a>(model: &Model<'a>) -> Vec<LoopInfo<'a>> {
         match candidates.iter_mut().find(|(n, _)| n.id() == loop_node.id()) {
             Some((_, calls)) => calls.push(*call),
             None => candidates.push((loop_node, vec![*call])),
+        }
+    }
+    // A loop that calls a helper doing one training step (`loss = train_step(batch)`) is a step
+    // loop too, with its backward inside the helper.
+    for loop_node in all_loops(model) {
+        if candidates.iter().any(|(n, _)| n.id() == loop_node.id()) {
+            continue;
+        }
+        let calls_step_helper = model.own_calls_within(loop_node).any(|call| {
+            innermost_loop(call).is_some_and(|l| l.id() == loop_node.id())
+                && match model.resolve_call(call) {
+                    super::CallTarget::Local(f) => backward_outside_loops(model, f),
+                    super::CallTarget::Project(summary) => summary.runs_one_step,
+                    _ => false,
+                }
+        });
+        if calls_step_helper {
+            candidates.push((loop_node, Vec::new()));
         }
     }
     // A loop that contains another candidate is an epoch loop, never a step loop.
@@ -144,17 +166,7 @@ fn classify<'a>(model: &Model<'a>) -> Vec<LoopInfo<'a>> {
         })
         .collect();
 
-    let mut loops = Vec::new();
-    let mut cursor = model.tree.walk();
-    let mut stack = vec![model.tree.root_node()];
-    while let Some(node) = stack.pop() {
-        if ast::is_loop(node) {
-            loops.push(node);
-        }
-        stack.extend(node.named_children(&mut cursor).collect::<Vec<_>>());
-    }
-    loops.sort_by_key(|l| l.start_byte());
-
+    let loops = all_loops(model);
     loops
         .into_iter()
         .map(|node| {
@@ -178,6 +190,27 @@ fn classify<'a>(model: &Model<'a>) -> Vec<LoopInfo<'a>> {
             LoopInfo { node, kind, backward_calls: Vec::new() }
         })
         .collect()
+}
+
+fn all_loops<'a>(model: &Model<'a>) -> Vec<Node<'a>> {
+    let mut loops = Vec::new();
+    let mut cursor = model.tree.walk();
+    let mut stack = vec![model.tree.root_node()];
+    while let Some(node) = stack.pop() {
+        if ast::is_loop(node) {
+            loops.push(node);
+        }
+        stack.extend(node.named_children(&mut cursor).collect::<Vec<_>>());
+    }
+    loops.sort_by_key(|l| l.start_byte());
+    loops
+}
+
+/// The function calls `.backward()` in its own body, outside any loop.
+pub(super) fn backward_outside_loops<'a>(model: &Model<'a>, function: Node<'a>) -> bool {
+    model.calls_named("backward").iter().any(|call| {
+        ast::contains(function, *call) && !crosses_boundary(*call, function) && innermost_loop(*call).is_none()
+    })
 }
 
 fn innermost_loop(node: Node<'_>) -> Option<Node<'_>> {

@@ -15,6 +15,9 @@ pub struct FunctionSummary {
     /// The whole body runs with autograd off (decorated with no_grad / inference_mode).
     pub runs_under_no_grad: bool,
     pub has_step_loop: bool,
+    /// It calls `.backward()` outside any loop: one training step, so a loop that calls it is a
+    /// step loop.
+    pub runs_one_step: bool,
     /// It calls a helper the checker cannot see, so what it does is not fully known.
     pub calls_unseen: bool,
 }
@@ -26,6 +29,7 @@ impl FunctionSummary {
         self.enables_checkpointing |= other.enables_checkpointing;
         self.zeroes_grads |= other.zeroes_grads;
         self.has_step_loop |= other.has_step_loop;
+        self.runs_one_step |= other.runs_one_step;
         self.calls_unseen |= other.calls_unseen;
     }
 }
@@ -39,12 +43,15 @@ pub(super) fn summarize<'a>(model: &Model<'a>, function: Node<'a>) -> FunctionSu
         ..FunctionSummary::default()
     };
     let Some(body) = function.child_by_field_name("body") else { return summary };
+    summary.runs_one_step = super::loops::backward_outside_loops(model, function);
     for call in model.own_calls_within(body) {
         let name = ast::callee_name(call, model.text).unwrap_or_default();
         summary.calls_set_device |= model.call_resolves_to(call, names::SET_DEVICE);
         summary.enables_checkpointing |= names::CHECKPOINT_METHODS.contains(&name)
             || model.call_resolves_to(call, names::CHECKPOINT_FUNCTIONS)
-            || model.call_qualified_name(call).is_some_and(|q| q == "peft.prepare_model_for_kbit_training");
+            || model.call_qualified_name(call).is_some_and(|q| {
+                q == "peft.prepare_model_for_kbit_training" || q == "peft.prepare_model_for_int8_training"
+            });
         summary.zeroes_grads |= name == "zero_grad";
         summary.enters_autocast |= model.is_autocast(call);
         match model.resolve_call(call) {

@@ -9,20 +9,26 @@ const hasNvidiaDriver = existsSync("/dev/nvidiactl");
 export const SCENARIO = {
   file: "train.py",
   /** Every one of these codes must show up in the Problems panel. */
-  expectedCodes: ["CUL201", "CUL303"],
+  expectedCodes: ["CUL201", "CUL202"],
   hover: {
     code: "CUL201",
-    /** Hover over this text (the start of the flagged call). */
+    /** Hover over the first occurrence of this text: the call inside the step loop. */
     text: "torch.cuda.empty_cache()",
     /** Headings of the rule doc that hover must show. */
     expectText: ["What it does", "Why is this bad?"],
   },
   fix: {
-    code: "CUL303",
-    text: "torch.cuda.amp.autocast()",
-    /** The quick fix's title in the lightbulb menu. */
-    title: "torch.amp.autocast",
-    expected: (before) => before.replace("torch.cuda.amp.autocast()", 'torch.amp.autocast("cuda")'),
+    code: "CUL202",
+    /** The flagged call is the first occurrence of `text` after the line holding `after`. */
+    text: "torch.cuda.empty_cache()",
+    after: "def release(",
+    /** Part of the quick fix's title in the lightbulb menu. */
+    title: "after the memory is released",
+    expected: (before) =>
+      before.replace(
+        "    torch.cuda.empty_cache()\n    del model, optimizer\n",
+        "    del model, optimizer\n    torch.cuda.empty_cache()\n",
+      ),
   },
   probe: hasNvidiaDriver
     ? { expectText: /free/i, statusText: /GPUs? [0-9.]+ [MG]iB free/ }

@@ -144,7 +144,7 @@ async function hoverShowsRuleDoc() {
 
 async function quickFixRewritesFile() {
   const before = readFileSync(scriptPath, "utf8");
-  const { line, column } = locate(SCENARIO.fix.text);
+  const { line, column } = locate(SCENARIO.fix.text, SCENARIO.fix.after);
   await goTo(line, column);
   await runCommand("Quick Fix...");
   const action = page.locator(".action-widget .monaco-list-row", { hasText: SCENARIO.fix.title }).first();
@@ -234,16 +234,21 @@ async function runCommandQuietly(title) {
   await runCommand(title);
 }
 
-/** 1-based line and column of the first occurrence of `text` in the fixture. */
-function locate(text) {
+/** 1-based line and column of the first occurrence of `text` in the fixture, after the first
+ * line that contains `after` when given. */
+function locate(text, after) {
   const lines = readFileSync(scriptPath, "utf8").split("\n");
-  for (let index = 0; index < lines.length; index++) {
+  let index = after === undefined ? 0 : lines.findIndex((line) => line.includes(after));
+  if (index < 0) {
+    throw new Error(`"${after}" is not in ${scriptPath}`);
+  }
+  for (; index < lines.length; index++) {
     const column = lines[index].indexOf(text);
     if (column >= 0) {
       return { line: index + 1, column: column + 1 };
     }
   }
-  throw new Error(`"${text}" is not in ${scriptPath}`);
+  throw new Error(`"${text}" is not in ${scriptPath}${after === undefined ? "" : ` after "${after}"`}`);
 }
 
 async function waitFor(probe, timeoutMs, what) {

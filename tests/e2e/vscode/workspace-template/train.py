@@ -17,3 +17,9 @@ def train(model: nn.Module, loader, epochs: int = 3) -> None:
             optimizer.step()
             torch.cuda.empty_cache()
         print(f"epoch {epoch}: loss {loss.item():.4f}")
+
+
+def release(model: nn.Module, optimizer: torch.optim.Optimizer) -> None:
+    """Hands the GPU back before evaluation runs in this process."""
+    torch.cuda.empty_cache()
+    del model, optimizer
