@@ -134,9 +134,16 @@ impl ServerContext {
     /// After settings, configuration files or hardware facts changed: reload the configuration,
     /// then push fresh diagnostics for every open document, or ask a pulling client to pull again.
     pub async fn refresh_diagnostics(&self) {
+        self.session.lock().reload_configuration();
+        self.relint_open_documents().await;
+    }
+
+    /// Push fresh diagnostics for every open document, or ask a pulling client to pull again:
+    /// something they may depend on (another file of the project) changed.
+    pub async fn relint_open_documents(&self) {
         let (pull, refresh, uris) = {
             let mut session = self.session.lock();
-            session.reload_configuration();
+            session.generation += 1;
             let uris: Vec<Uri> = session.documents.keys().cloned().collect();
             (session.features.pull_diagnostics, session.features.diagnostic_refresh, uris)
         };
@@ -157,7 +164,7 @@ pub fn lint_snapshot(snapshot: &Snapshot) -> Vec<Diagnostic> {
     if snapshot.excluded {
         return Vec::new();
     }
-    let context = LintContext { path: snapshot.path.as_deref(), project: None };
+    let context = LintContext { path: snapshot.path.as_deref(), project: Some(&snapshot.project) };
     lint(&snapshot.text, &snapshot.tree, context, &snapshot.settings)
 }
 
