@@ -83,6 +83,19 @@ local function view_text(name)
   return nil
 end
 
+--- Waits for the culint view `name`; fails at once when an error notification arrives instead.
+local function wait_for_view(name)
+  local seen = #notifications
+  return wait_for("the " .. name .. " view", function()
+    for index = seen + 1, #notifications do
+      if notifications[index].level >= vim.log.levels.ERROR then
+        error("error notification instead of the " .. name .. " view: " .. notifications[index].message, 0)
+      end
+    end
+    return view_text(name)
+  end)
+end
+
 local function close_view(name)
   local _, winid = view_text(name)
   if winid then
@@ -175,7 +188,7 @@ check("a quick fix applies through vim.lsp.buf.code_action", function()
   wait_for("the buffer to read as fixed (offered: " .. table.concat(offered, " | ") .. ")", function()
     return buffer_text(bufnr) == expected
   end)
-  vim.cmd("write")
+  vim.cmd("silent write")
   local on_disk = table.concat(vim.fn.readfile(script), "\n")
   assert(on_disk == expected, "the written file differs from the fixed buffer")
   wait_for(FIX.code .. " to be gone after the fix", function()
@@ -190,9 +203,7 @@ end, true)
 
 check(":CulintProbe shows the probe's answer", function()
   vim.cmd("CulintProbe")
-  local text = wait_for("the probe view", function()
-    return view_text("probe")
-  end)
+  local text = wait_for_view("probe")
   assert(text:find(PROBE_TEXT, 1, true), "the probe view lacks '" .. PROBE_TEXT .. "':\n" .. text)
   close_view("probe")
 end, true)
@@ -200,9 +211,7 @@ end, true)
 check(":CulintExplain explains the error in a register", function()
   vim.fn.setreg("e", OOM_ERROR)
   vim.cmd("CulintExplain e")
-  local text = wait_for("the explanation view", function()
-    return view_text("explain")
-  end)
+  local text = wait_for_view("explain")
   assert(text ~= OOM_ERROR and #text > 0, "the explanation view only repeats the input")
   assert(text:lower():find("out of memory", 1, true), "the explanation does not mention 'out of memory':\n" .. text)
   close_view("explain")
@@ -214,9 +223,7 @@ check(":'<,'>CulintExplain explains the visual selection", function()
   -- Leaving visual mode with <Esc> sets the '< and '> marks the range refers to.
   vim.cmd("normal! 2GV\27")
   vim.cmd("'<,'>CulintExplain")
-  local text = wait_for("the explanation view", function()
-    return view_text("explain")
-  end)
+  local text = wait_for_view("explain")
   assert(text:lower():find("out of memory", 1, true), "the explanation does not mention 'out of memory':\n" .. text)
   close_view("explain")
   vim.cmd("buffer " .. bufnr)
