@@ -157,7 +157,7 @@ async function quickFixRewritesFile() {
     await page.keyboard.press("ArrowDown");
   }
   await page.keyboard.press("Enter");
-  await runCommand("File: Save");
+  await page.keyboard.press("Control+S");
   const after = await waitFor(
     () => {
       const text = readFileSync(scriptPath, "utf8");
@@ -207,17 +207,23 @@ async function probeReports() {
   await screenshot("probe.png");
 }
 
-/** Runs a command by its title from the command palette. */
+/** Runs a command from the command palette: the row titled exactly `title`, else the first row
+ * whose title starts with it. (The first row can be another command: fuzzy matching and
+ * "recently used" put e.g. "File: Compare Active File with Saved" above "File: Save".) */
 async function runCommand(title) {
   await page.keyboard.press("F1");
   const input = page.locator(".quick-input-widget input.input");
   await input.waitFor();
   await input.fill(`>${title}`);
-  await page
-    .locator(".quick-input-widget .monaco-list-row", { hasText: title })
-    .first()
-    .waitFor();
-  await page.keyboard.press("Enter");
+  const rows = page.locator(".quick-input-widget .monaco-list-row");
+  await rows.filter({ hasText: title }).first().waitFor();
+  const labels = (await rows.locator(".label-name").allInnerTexts()).map((label) => label.trim());
+  let index = labels.indexOf(title);
+  if (index < 0) {
+    index = labels.findIndex((label) => label.startsWith(title));
+  }
+  assert.ok(index >= 0, `no command titled "${title}" in the palette; it lists: ${labels.join(" | ")}`);
+  await rows.nth(index).click();
   await page.locator(".quick-input-widget").waitFor({ state: "hidden" });
 }
 
