@@ -365,3 +365,21 @@ fn an_empty_directory_passes_with_a_warning() {
     assert_eq!(run.code, 0);
     assert!(run.stderr.contains("no Python files found"), "{}", run.stderr);
 }
+
+#[test]
+fn probe_reads_the_gpu_or_says_why_not() {
+    let dir = project(&[("clean.py", CLEAN.as_bytes())]);
+    let run = culint(dir.path(), &["check", "--probe", "--probe-device", "0"]);
+    match run.code {
+        // A machine with a GPU and a driver.
+        0 => assert_eq!(run.stdout, "All checks passed!\n"),
+        // No driver or no device: one clear line that names the way out.
+        2 => {
+            assert!(run.stderr.starts_with("error: --probe: "), "{}", run.stderr);
+            assert!(run.stderr.contains("give the facts with --gpus, --gpu-memory"), "{}", run.stderr);
+            assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+        }
+        other => panic!("unexpected exit {other}: {}{}", run.stdout, run.stderr),
+    }
+    assert_eq!(culint(dir.path(), &["check", "--probe-device", "1"]).code, 2, "--probe-device needs --probe");
+}

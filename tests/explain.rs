@@ -176,6 +176,7 @@ fn deepspeed_tee_log_puts_the_oom_before_the_nccl_errors_it_caused() {
     assert_eq!(analysis.figures.requested, size(1.5, GIB));
     let nccl = &report.findings[1];
     assert_eq!(nccl.ranks, ["rank1", "rank2", "rank3"]);
+    assert_eq!(nccl.details, ["out of memory"], "the CUDA failure behind the NCCL error");
     assert_eq!(nccl.frames[0].line, 131);
 }
 
@@ -260,7 +261,7 @@ fn chinese_report_translates_labels_and_reasons() {
     let text = fixture("oom_new_fragmentation.log");
     let markdown = explain_markdown(&text, Lang::Zh);
     assert!(markdown.contains("碎片化导致的 CUDA 显存不足"), "{markdown}");
-    assert!(markdown.contains("**出错时的显存** (诊断: fragmentation)"), "{markdown}");
+    assert!(markdown.contains("**出错时的显存** (诊断: 碎片化)"), "{markdown}");
     assert!(markdown.contains("已保留但未分配 4.84 GiB"), "{markdown}");
     assert!(markdown.contains("**可行的办法**"));
 }
@@ -288,4 +289,32 @@ fn colour_only_when_asked() {
     let report = report("oom_old_genuine.log");
     assert!(!report.to_text(false).contains('\u{1b}'));
     assert!(report.to_text(true).contains("\u{1b}[1;31m[cuda/oom-genuine]"));
+}
+
+#[test]
+fn repeats_are_counted_but_only_the_first_are_kept() {
+    let mut log = String::new();
+    for thread in 0..1000 {
+        log.push_str(&format!(
+            "Indexing.cu:1289: indexSelectLargeIndex: block: [0,0,0], thread: [{thread},0,0] Assertion `srcIndex < srcSelectDimSize` failed.\n"
+        ));
+    }
+    log.push_str("RuntimeError: CUDA error: device-side assert triggered\n");
+    let report = explain(&log, builtin(), &ExplainOptions::default());
+    let finding = only(&report);
+    assert_eq!(finding.count, 1001);
+    assert_eq!(finding.occurrences.len(), culint::explain::MAX_OCCURRENCES);
+    assert!(report.to_text(false).contains("line 1, 1001 times"));
+}
+
+#[test]
+fn cudnn_errors_name_their_status() {
+    let report = explain(
+        "RuntimeError: cuDNN error: CUDNN_STATUS_INTERNAL_ERROR\nRuntimeError: cuDNN error: CUDNN_STATUS_NOT_SUPPORTED. This error may appear if you passed in a non-contiguous input.",
+        builtin(),
+        &ExplainOptions::default(),
+    );
+    let finding = only(&report);
+    assert_eq!(finding.entry.id, "cudnn/status-error");
+    assert_eq!(finding.details, ["CUDNN_STATUS_INTERNAL_ERROR", "CUDNN_STATUS_NOT_SUPPORTED"]);
 }

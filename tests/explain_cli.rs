@@ -55,7 +55,20 @@ fn log_on_stdin_in_chinese() {
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
     let stdout = text(&output.stdout);
     assert!(stdout.contains("碎片化导致的 CUDA 显存不足"), "{stdout}");
-    assert!(stdout.contains("诊断: fragmentation"), "{stdout}");
+    assert!(stdout.contains("诊断: 碎片化"), "{stdout}");
+}
+
+#[test]
+fn auto_language_follows_the_locale() {
+    let output = culint()
+        .args(["explain", "--lang", "auto", "CUDA error: invalid device ordinal"])
+        .env_remove("LC_ALL")
+        .env_remove("LC_MESSAGES")
+        .env("LANG", "zh_CN.UTF-8")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    assert!(text(&output.stdout).contains("GPU 序号不存在"), "{}", text(&output.stdout));
 }
 
 #[test]
@@ -86,7 +99,7 @@ fn usage_errors_exit_2() {
 
     let language = culint().args(["explain", "--lang", "fr", "x"]).output().unwrap();
     assert_eq!(language.status.code(), Some(2));
-    assert!(text(&language.stderr).contains("unknown language `fr`"));
+    assert!(text(&language.stderr).contains("unknown language `fr`: use `en`, `zh` or `auto`"));
 
     let dir = culint().args(["explain", "--knowledge-dir", "/nonexistent/kb", "x"]).output().unwrap();
     assert_eq!(dir.status.code(), Some(2));

@@ -307,3 +307,17 @@ fn broken_user_entries_name_the_file_and_the_problem() {
     let error = Base::with_user_dirs(std::slice::from_ref(&missing)).unwrap_err().to_string();
     assert!(error.contains("knowledge-dirs") && error.contains(&missing.display().to_string()), "{error}");
 }
+
+#[test]
+fn knowledge_links_of_registered_rules_resolve() {
+    for rule in culint::rules::RULES {
+        if let Some(id) = rule.knowledge {
+            assert!(
+                builtin().entry(id).is_some(),
+                "{} {} links to unknown knowledge entry `{id}`",
+                rule.code,
+                rule.name
+            );
+        }
+    }
+}

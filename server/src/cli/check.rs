@@ -83,6 +83,13 @@ pub struct CheckArgs {
     /// Compute capability of the GPU, such as `8.0` (bf16 is native from 8.0).
     #[arg(long, value_name = "MAJOR.MINOR", value_parser = compute_capability, help_heading = "Hardware")]
     compute_capability: Option<(u32, u32)>,
+    /// Read the hardware facts from this machine's GPU (through the driver, without creating a
+    /// CUDA context); `--gpus`, `--gpu-memory` and `--compute-capability` override them.
+    #[arg(long, help_heading = "Hardware")]
+    probe: bool,
+    /// The device `--probe` describes (default 0).
+    #[arg(long, value_name = "INDEX", requires = "probe", help_heading = "Hardware")]
+    probe_device: Option<usize>,
 }
 
 fn gpu_memory(value: &str) -> Result<u64, String> {
@@ -99,32 +106,42 @@ fn compute_capability(value: &str) -> Result<(u32, u32), String> {
 }
 
 impl CheckArgs {
-    fn hardware(&self) -> Option<HardwareFacts> {
-        if self.gpus.is_none() && self.gpu_memory.is_none() && self.compute_capability.is_none() {
-            return None;
+    /// The facts from `--probe`, overridden field by field by the explicit flags.
+    fn hardware(&self) -> Result<Option<HardwareFacts>, String> {
+        let probed = if self.probe {
+            let facts = crate::probe::hardware_facts(self.probe_device).map_err(|reason| {
+                format!("--probe: {reason}; give the facts with --gpus, --gpu-memory and --compute-capability instead")
+            })?;
+            Some(facts)
+        } else {
+            None
+        };
+        if probed.is_none() && self.gpus.is_none() && self.gpu_memory.is_none() && self.compute_capability.is_none() {
+            return Ok(None);
         }
-        Some(HardwareFacts {
-            gpus: self.gpus,
-            memory_bytes: self.gpu_memory,
-            compute_capability: self.compute_capability,
-        })
+        let probed = probed.unwrap_or_default();
+        Ok(Some(HardwareFacts {
+            gpus: self.gpus.or(probed.gpus),
+            memory_bytes: self.gpu_memory.or(probed.memory_bytes),
+            compute_capability: self.compute_capability.or(probed.compute_capability),
+        }))
     }
 
-    fn overrides(&self) -> Overrides {
+    fn overrides(&self) -> Result<Overrides, String> {
         let unsafe_fixes = match (self.unsafe_fixes, self.no_unsafe_fixes) {
             (true, _) => Some(true),
             (_, true) => Some(false),
             _ => None,
         };
-        Overrides {
+        Ok(Overrides {
             config_file: self.config.clone(),
             select: self.select.clone(),
             extend_select: self.extend_select.clone(),
             ignore: self.ignore.clone(),
             unsafe_fixes,
             show_syntax_errors: self.show_syntax_errors,
-            hardware: self.hardware(),
-        }
+            hardware: self.hardware()?,
+        })
     }
 
     fn fix_mode(&self) -> FixMode {
@@ -166,7 +183,7 @@ fn validate_selectors(args: &CheckArgs) -> Result<(), String> {
 fn check(args: &CheckArgs) -> Result<ExitCode, String> {
     validate_selectors(args)?;
     let cwd = std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
-    let resolver = Arc::new(Resolver::new(args.overrides()).map_err(|e| e.to_string())?);
+    let resolver = Arc::new(Resolver::new(args.overrides()?).map_err(|e| e.to_string())?);
     let format = match args.output_format {
         Some(format) => format,
         None => resolver

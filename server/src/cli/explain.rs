@@ -38,7 +38,8 @@ pub struct ExplainArgs {
     pub file: Option<PathBuf>,
     #[arg(long, value_enum, default_value_t = ExplainFormat::Text)]
     pub format: ExplainFormat,
-    /// Language of the explanation: `en` or `zh` (also `zh-CN` and similar).
+    /// Language of the explanation: `en`, `zh` (also `zh-CN` and similar), or `auto` to follow
+    /// the locale (LC_ALL, LC_MESSAGES, LANG).
     #[arg(long, value_parser = parse_lang, default_value = "en")]
     pub lang: Lang,
     /// Also load the knowledge entries in this directory (repeatable); an entry with a built-in
@@ -63,7 +64,19 @@ pub struct ExplainArgs {
 }
 
 fn parse_lang(value: &str) -> Result<Lang, String> {
-    Lang::parse(value).ok_or_else(|| format!("unknown language `{value}`: use `en` or `zh`"))
+    if value == "auto" {
+        return Ok(system_lang());
+    }
+    Lang::parse(value).ok_or_else(|| format!("unknown language `{value}`: use `en`, `zh` or `auto`"))
+}
+
+/// The language of the POSIX locale, looked up in the order the C library uses.
+fn system_lang() -> Lang {
+    ["LC_ALL", "LC_MESSAGES", "LANG"]
+        .iter()
+        .filter_map(|name| std::env::var(name).ok())
+        .find(|value| !value.is_empty())
+        .map_or(Lang::En, |locale| Lang::from_locale(&locale))
 }
 
 fn usage_error(message: impl std::fmt::Display) -> ExitCode {

@@ -18,7 +18,7 @@ mod render;
 pub mod streams;
 pub mod traceback;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::LazyLock;
 
@@ -52,11 +52,16 @@ pub struct Occurrence {
 #[derive(Debug)]
 pub struct Finding<'b> {
     pub entry: &'b Entry,
+    /// How many times the error was seen in all.
+    pub count: usize,
+    /// The first [`MAX_OCCURRENCES`] places it was seen.
     pub occurrences: Vec<Occurrence>,
     /// The ranks that reported it, sorted; empty when the log has no rank prefixes.
     pub ranks: Vec<String>,
     /// Library calls named by the messages, such as `cublasCreate`.
     pub call_sites: Vec<String>,
+    /// What the entry's `detail` pattern picked out, such as `out of memory` behind an NCCL error.
+    pub details: Vec<String>,
     /// The figures of the first out-of-memory message that had them, and what they point to.
     pub oom: Option<OomAnalysis>,
     /// Set for out-of-memory messages without figures: why the diagnosis is a default.
@@ -93,6 +98,10 @@ pub fn explain_markdown(text: &str, lang: Lang) -> String {
 static CALL_SITE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"when calling `\s*([A-Za-z_]\w*)").expect("call-site pattern compiles"));
 
+/// Occurrences kept per finding: a device assertion can print one line per GPU thread, and a
+/// report listing a million of them helps nobody. `Finding::count` keeps the total.
+pub const MAX_OCCURRENCES: usize = 200;
+
 /// An out-of-memory message spans one line, but tools that wrap long lines split it; this many
 /// following lines are read for missing figures.
 const OOM_CONTINUATION_LINES: usize = 3;
@@ -108,13 +117,13 @@ pub fn explain<'b>(text: &str, base: &'b Base, options: &ExplainOptions) -> Repo
     let entries = base.entries();
     let mut hits = Vec::new();
     for (stream_index, stream) in streams.iter().enumerate() {
-        for (entry_index, entry) in entries.iter().enumerate() {
-            let lines: BTreeSet<usize> = entry
-                .patterns
-                .iter()
-                .flat_map(|pattern| pattern.find_iter(&stream.text).map(|m| stream.line_index(m.start())))
-                .collect();
-            hits.extend(lines.into_iter().map(|line| Hit { stream: stream_index, line, entry: entry_index }));
+        // Patterns are matched line by line; the combined pattern finds the candidate lines.
+        let candidates: BTreeSet<usize> =
+            base.any_pattern().find_iter(&stream.text).map(|m| stream.line_index(m.start())).collect();
+        for line in candidates {
+            for entry_index in base.entries_matching(stream.line(line)) {
+                hits.push(Hit { stream: stream_index, line, entry: entry_index });
+            }
         }
     }
 
@@ -136,14 +145,17 @@ pub fn explain<'b>(text: &str, base: &'b Base, options: &ExplainOptions) -> Repo
 
     let mut findings: Vec<Finding<'b>> = Vec::new();
     let mut finding_of_entry: HashMap<usize, usize> = HashMap::new();
+    let mut traced_streams: HashSet<(usize, usize)> = HashSet::new();
     for hit in &hits {
         let stream = &streams[hit.stream];
         let position = *finding_of_entry.entry(hit.entry).or_insert_with(|| {
             findings.push(Finding {
                 entry: &entries[hit.entry],
+                count: 0,
                 occurrences: Vec::new(),
                 ranks: Vec::new(),
                 call_sites: Vec::new(),
+                details: Vec::new(),
                 oom: None,
                 undetermined: false,
                 frames: Vec::new(),
@@ -159,6 +171,11 @@ pub fn explain<'b>(text: &str, base: &'b Base, options: &ExplainOptions) -> Repo
         {
             finding.call_sites.push(call[1].to_owned());
         }
+        if let Some(detail) = find_detail(finding.entry, stream, hit.line)
+            && !finding.details.contains(&detail)
+        {
+            finding.details.push(detail);
+        }
         if let Some(rank) = &stream.rank
             && !finding.ranks.contains(rank)
         {
@@ -173,16 +190,22 @@ pub fn explain<'b>(text: &str, base: &'b Base, options: &ExplainOptions) -> Repo
                 None => finding.undetermined = true,
             }
         }
-        for frame in traceback::frames_before(stream, hit.line) {
-            if !finding.frames.contains(&frame) {
-                finding.frames.push(frame);
+        // Repeats in one stream (an assertion printed by every GPU thread) share a traceback.
+        if traced_streams.insert((position, hit.stream)) {
+            for frame in traceback::frames_before(stream, hit.line) {
+                if !finding.frames.contains(&frame) {
+                    finding.frames.push(frame);
+                }
             }
         }
-        finding.occurrences.push(Occurrence {
-            line: stream.original_line(hit.line),
-            rank: stream.rank.clone(),
-            message,
-        });
+        finding.count += 1;
+        if finding.occurrences.len() < MAX_OCCURRENCES {
+            finding.occurrences.push(Occurrence {
+                line: stream.original_line(hit.line),
+                rank: stream.rank.clone(),
+                message,
+            });
+        }
     }
 
     for finding in &mut findings {
@@ -196,6 +219,15 @@ pub fn explain<'b>(text: &str, base: &'b Base, options: &ExplainOptions) -> Repo
     // still orders each group.
     findings.sort_by_key(|finding| finding.entry.matching.secondary);
     Report { lang: options.lang, line_count: text.lines().count(), findings }
+}
+
+/// Lines after a match in which an entry's `detail` may appear ("Last error:" then the failure).
+const DETAIL_LINES: usize = 3;
+
+fn find_detail(entry: &Entry, stream: &Stream, line: usize) -> Option<String> {
+    let detail = entry.detail.as_ref()?;
+    let last = (line + DETAIL_LINES).min(stream.line_count() - 1);
+    (line..=last).find_map(|index| detail.captures(stream.line(index)).map(|c| c[1].trim().to_owned()))
 }
 
 fn oom_analysis(stream: &Stream, line: usize, lang: Lang) -> Option<OomAnalysis> {

@@ -46,6 +46,8 @@ pub struct OomFigures {
     pub this_process: Option<u64>,
     /// "Process N has X memory in use" lines.
     pub processes: Vec<ProcessUsage>,
+    /// "X allowed": the cap set with `torch.cuda.set_per_process_memory_fraction`.
+    pub allowed: Option<u64>,
 }
 
 impl OomFigures {
@@ -54,28 +56,37 @@ impl OomFigures {
     }
 }
 
-const SIZE: &str = r"(\d+(?:\.\d+)?)\s*(bytes|B|KiB|MiB|GiB|TiB|KB|MB|GB|TB)";
+const UNITS: &str = "bytes|B|KiB|MiB|GiB|TiB|KB|MB|GB|TB";
 
+/// A pattern in which `{name}` stands for a size such as `14.56 GiB`, captured as `name` (the
+/// number) and `name_unit`.
 fn pattern(template: &str) -> Regex {
-    Regex::new(&template.replace("{SIZE}", SIZE)).expect("out-of-memory figure pattern compiles")
+    let mut source = template.to_owned();
+    while let Some(open) = source.find('{') {
+        let close = open + source[open..].find('}').expect("placeholder is closed");
+        let name = source[open + 1..close].to_owned();
+        source.replace_range(open..=close, &format!(r"(?P<{name}>\d+(?:\.\d+)?)\s*(?P<{name}_unit>{UNITS})"));
+    }
+    Regex::new(&source).expect("out-of-memory figure pattern compiles")
 }
 
-static REQUESTED: LazyLock<Regex> = LazyLock::new(|| pattern(r"Tried to allocate {SIZE}"));
+static REQUESTED: LazyLock<Regex> = LazyLock::new(|| pattern(r"Tried to allocate {requested}"));
+/// `allowed` appears when `set_per_process_memory_fraction` caps the process.
 static OLD: LazyLock<Regex> = LazyLock::new(|| {
     pattern(
-        r"\(GPU (\d+); {SIZE} total capacity; {SIZE} already allocated; {SIZE} free; (?:{SIZE} reserved in total by PyTorch|{SIZE} cached)",
+        r"\(GPU (?P<gpu>\d+); {total} total capacity; {allocated} already allocated; {free} free;(?: {allowed} allowed;)? (?:{reserved} reserved in total by PyTorch|{cached} cached)",
     )
 });
 static NEW_TOTAL: LazyLock<Regex> =
-    LazyLock::new(|| pattern(r"GPU (\d+) has a total capac(?:i)?ty of {SIZE} of which {SIZE} is free"));
+    LazyLock::new(|| pattern(r"GPU (?P<gpu>\d+) has a total capac(?:i)?ty of {total} of which {free} is free"));
 static NEW_ALLOCATED: LazyLock<Regex> = LazyLock::new(|| {
     pattern(
-        r"Of the allocated memory {SIZE} is allocated by PyTorch, and {SIZE} is reserved by PyTorch but unallocated",
+        r"Of the allocated memory {allocated} is allocated by PyTorch, and {unallocated} is reserved by PyTorch but unallocated",
     )
 });
 static THIS_PROCESS: LazyLock<Regex> =
-    LazyLock::new(|| pattern(r"Including non-PyTorch memory, this process has {SIZE} memory in use"));
-static PROCESS: LazyLock<Regex> = LazyLock::new(|| pattern(r"Process (\d+) has {SIZE} memory in use"));
+    LazyLock::new(|| pattern(r"Including non-PyTorch memory, this process has {used} memory in use"));
+static PROCESS: LazyLock<Regex> = LazyLock::new(|| pattern(r"Process (?P<pid>\d+) has {used} memory in use"));
 
 /// Bytes of a figure such as `14.56 GiB`. PyTorch prints binary units throughout.
 fn bytes(number: &str, unit: &str) -> u64 {
@@ -90,50 +101,52 @@ fn bytes(number: &str, unit: &str) -> u64 {
     (value * scale as f64).round() as u64
 }
 
-fn size_at(captures: &regex::Captures<'_>, number_group: usize) -> u64 {
-    match (captures.get(number_group), captures.get(number_group + 1)) {
-        (Some(number), Some(unit)) => bytes(number.as_str(), unit.as_str()),
-        _ => 0,
-    }
+/// The size captured as `name`, if the pattern matched that part.
+fn size(captures: &regex::Captures<'_>, name: &str) -> Option<u64> {
+    let number = captures.name(name)?;
+    let unit = captures.name(&format!("{name}_unit"))?;
+    Some(bytes(number.as_str(), unit.as_str()))
 }
 
 /// Read the figures from the text of an out-of-memory message (one line, or a few joined).
 /// `None` when the message carries no figures, as in `CUDA error: out of memory`.
 pub fn parse(text: &str) -> Option<OomFigures> {
-    let requested = REQUESTED.captures(text).map(|c| size_at(&c, 1))?;
+    let requested = REQUESTED.captures(text).and_then(|c| size(&c, "requested"))?;
     if let Some(c) = OLD.captures(text) {
-        let allocated = size_at(&c, 4);
+        let allocated = size(&c, "allocated")?;
         // "W reserved in total by PyTorch" includes the allocated memory; the older "W cached"
         // counted only the cached blocks on top of it (it is often smaller than "allocated").
-        let reserved = if c.get(8).is_some() { size_at(&c, 8) } else { allocated + size_at(&c, 10) };
+        let reserved = size(&c, "reserved").or_else(|| size(&c, "cached").map(|cached| allocated + cached))?;
         return Some(OomFigures {
             format: OomFormat::Parenthesised,
-            gpu: c[1].parse().ok(),
+            gpu: c["gpu"].parse().ok(),
             requested,
-            total: size_at(&c, 2),
+            total: size(&c, "total")?,
             allocated,
-            free: size_at(&c, 6),
+            free: size(&c, "free")?,
             reserved,
             this_process: None,
             processes: Vec::new(),
+            allowed: size(&c, "allowed"),
         });
     }
-    let total = NEW_TOTAL.captures(text)?;
-    let allocated = NEW_ALLOCATED.captures(text)?;
-    let allocated_bytes = size_at(&allocated, 1);
+    let totals = NEW_TOTAL.captures(text)?;
+    let allocation = NEW_ALLOCATED.captures(text)?;
+    let allocated = size(&allocation, "allocated")?;
     Some(OomFigures {
         format: OomFormat::Sentences,
-        gpu: total[1].parse().ok(),
+        gpu: totals["gpu"].parse().ok(),
         requested,
-        total: size_at(&total, 2),
-        free: size_at(&total, 4),
-        allocated: allocated_bytes,
-        reserved: allocated_bytes + size_at(&allocated, 3),
-        this_process: THIS_PROCESS.captures(text).map(|c| size_at(&c, 1)),
+        total: size(&totals, "total")?,
+        free: size(&totals, "free")?,
+        allocated,
+        reserved: allocated + size(&allocation, "unallocated")?,
+        this_process: THIS_PROCESS.captures(text).and_then(|c| size(&c, "used")),
         processes: PROCESS
             .captures_iter(text)
-            .map(|c| ProcessUsage { pid: c[1].parse().unwrap_or(0), bytes: size_at(&c, 2) })
+            .filter_map(|c| Some(ProcessUsage { pid: c["pid"].parse().ok()?, bytes: size(&c, "used")? }))
             .collect(),
+        allowed: None,
     })
 }
 
@@ -262,6 +275,13 @@ fn reasons(f: &OomFigures, other: &OtherMemory, diagnosis: Diagnosis, lang: Lang
             percent(fragmented, f.total)
         )
     });
+    if let Some(allowed) = f.allowed {
+        out.push(if zh {
+            format!("本进程被 `set_per_process_memory_fraction` 限制为 {}", b(allowed))
+        } else {
+            format!("this process is capped at {} by `set_per_process_memory_fraction`", b(allowed))
+        });
+    }
     if let Some(own) = f.this_process {
         out.push(if zh {
             format!("本进程（含非 PyTorch 显存）占用 {}", b(own))
@@ -338,6 +358,34 @@ fn verdict(f: &OomFigures, other: &OtherMemory, diagnosis: Diagnosis, zh: bool) 
                 format!("memory held outside this process ({}) would have covered the request", b(other.bytes()))
             }
         }
+        Diagnosis::GenuineShortage if f.allowed.is_some_and(|allowed| f.reserved + f.requested > allowed) => {
+            let allowed = f.allowed.unwrap_or_default();
+            if zh {
+                format!("PyTorch 已保留 {}，再申请 {} 就会超过 {} 的上限", b(f.reserved), b(f.requested), b(allowed))
+            } else {
+                format!(
+                    "PyTorch reserved {} and the request of {} would exceed the cap of {}",
+                    b(f.reserved),
+                    b(f.requested),
+                    b(allowed)
+                )
+            }
+        }
+        Diagnosis::GenuineShortage if f.free >= f.requested => {
+            if zh {
+                format!(
+                    "报告的空闲显存 {} 不少于所申请的 {}，申请却仍然失败：空闲量只是一个快照，而 CUDA 需要一整段连续空间外加余量",
+                    b(f.free),
+                    b(f.requested)
+                )
+            } else {
+                format!(
+                    "the {} reported free is not less than the {} requested, yet the allocation failed: the free figure is a snapshot, and CUDA needs one contiguous range plus headroom",
+                    b(f.free),
+                    b(f.requested)
+                )
+            }
+        }
         Diagnosis::GenuineShortage if f.requested > f.total => {
             if zh {
                 format!("单次申请 {} 超过了整块 GPU 的 {}", b(f.requested), b(f.total))
@@ -388,6 +436,17 @@ mod tests {
     }
 
     #[test]
+    fn parses_the_capped_process_variant() {
+        let f = parse("Tried to allocate 64.00 MiB (GPU 0; 4.00 GiB total capacity; 2.93 GiB already allocated; 0 bytes free; 3.00 GiB allowed; 2.99 GiB reserved in total by PyTorch)").unwrap();
+        assert_eq!(f.reserved, bytes("2.99", "GiB"));
+        assert_eq!(f.allocated, bytes("2.93", "GiB"));
+        assert_eq!(f.allowed, Some(3 * GIB));
+        let analysis = analyse(f, Lang::En);
+        assert_eq!(analysis.diagnosis, Diagnosis::GenuineShortage);
+        assert!(analysis.reasons.last().unwrap().contains("exceed the cap of 3.00 GiB"), "{:?}", analysis.reasons);
+    }
+
+    #[test]
     fn no_figures_no_parse() {
         assert!(parse("RuntimeError: CUDA error: out of memory").is_none());
     }
@@ -403,6 +462,7 @@ mod tests {
             allocated: 60 * GIB,
             reserved: 62 * GIB,
             this_process: None,
+            allowed: None,
             processes: vec![ProcessUsage { pid: 1, bytes: 63 * GIB }, ProcessUsage { pid: 2, bytes: 16 * GIB }],
         };
         let OtherMemory::ListedPresumingSelf { bytes, presumed_self } = other_memory(&f) else { panic!() };

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use super::oom::format_bytes;
 use super::{Finding, Report};
-use crate::knowledge::{Label, Lang, rule_label};
+use crate::knowledge::{Label, Lang, is_cjk, rule_label};
 
 /// ANSI styles, or nothing when colour is off.
 #[derive(Clone, Copy)]
@@ -52,6 +52,14 @@ const LISTED_OCCURRENCES: usize = 3;
 
 fn wrap(text: &str, indent: &str) -> String {
     let mut out = String::new();
+    // Chinese has no spaces to break at and its characters are double width; the terminal
+    // wraps it better than a word wrapper would.
+    if text.chars().any(is_cjk) {
+        for paragraph in text.split("\n\n") {
+            let _ = writeln!(out, "{indent}{paragraph}");
+        }
+        return out;
+    }
     for (i, paragraph) in text.split("\n\n").enumerate() {
         if i > 0 {
             out.push('\n');
@@ -76,7 +84,7 @@ fn wrap(text: &str, indent: &str) -> String {
 
 fn seen_line(finding: &Finding<'_>, lang: Lang) -> String {
     let first = &finding.occurrences[0];
-    let count = finding.occurrences.len();
+    let count = finding.count;
     let mut out = match lang {
         Lang::En => format!("line {}", first.line),
         Lang::Zh => format!("第 {} 行", first.line),
@@ -133,13 +141,17 @@ impl Report<'_> {
                 let calls: Vec<String> = finding.call_sites.iter().map(|c| format!("`{c}`")).collect();
                 let _ = writeln!(out, "**{}:** {}\n", Label::CallSite.text(lang), calls.join(", "));
             }
+            if !finding.details.is_empty() {
+                let details: Vec<String> = finding.details.iter().map(|d| format!("`{d}`")).collect();
+                let _ = writeln!(out, "**{}:** {}\n", Label::Detail.text(lang), details.join(", "));
+            }
             if let Some(oom) = &finding.oom {
                 let _ = writeln!(
                     out,
                     "**{}** ({}: {})\n",
                     Label::Memory.text(lang),
                     Label::Diagnosis.text(lang),
-                    oom.diagnosis.as_str()
+                    oom.diagnosis.label(lang)
                 );
                 for reason in &oom.reasons {
                     let _ = writeln!(out, "- {reason}");
@@ -194,8 +206,8 @@ impl Report<'_> {
                     shorten(&occurrence.message)
                 );
             }
-            if finding.occurrences.len() > LISTED_OCCURRENCES {
-                let more = finding.occurrences.len() - LISTED_OCCURRENCES;
+            if finding.count > LISTED_OCCURRENCES {
+                let more = finding.count - LISTED_OCCURRENCES;
                 let _ = writeln!(
                     out,
                     "  {}",
@@ -208,9 +220,12 @@ impl Report<'_> {
             if !finding.call_sites.is_empty() {
                 let _ = writeln!(out, "  {}: {}", Label::CallSite.text(lang), finding.call_sites.join(", "));
             }
+            if !finding.details.is_empty() {
+                let _ = writeln!(out, "  {}: {}", Label::Detail.text(lang), finding.details.join(", "));
+            }
             if let Some(oom) = &finding.oom {
                 let _ = writeln!(out, "\n{}", paint.heading(Label::Memory.text(lang)));
-                let diagnosis = format!("{}: {}", Label::Diagnosis.text(lang), oom.diagnosis.as_str());
+                let diagnosis = format!("{}: {}", Label::Diagnosis.text(lang), oom.diagnosis.label(lang));
                 let _ = writeln!(out, "  {}", paint.warn(&diagnosis));
                 for reason in &oom.reasons {
                     let _ = writeln!(out, "  - {reason}");
@@ -253,16 +268,18 @@ impl Report<'_> {
                 for line in workaround.code.trim_end().lines() {
                     let _ = writeln!(out, "       {}", paint.dim(line));
                 }
-                let _ = writeln!(out, "     {}: {}", Label::Source.text(lang), workaround.sources.join(", "));
+                let label = Label::Source.text(lang);
+                for (i, source) in workaround.sources.iter().enumerate() {
+                    let lead = if i == 0 { format!("{label}:") } else { " ".repeat(label.chars().count() + 1) };
+                    let _ = writeln!(out, "     {lead} {source}");
+                }
             }
             if !entry.dead_ends.is_empty() {
                 let _ = writeln!(out, "\n{}", paint.heading(Label::DeadEnds.text(lang)));
                 for dead_end in &entry.dead_ends {
-                    let _ = write!(
-                        out,
-                        "{}",
-                        wrap(&format!("✗ {} {}", dead_end.claim.text(lang), dead_end.why.text(lang)), "  ")
-                    );
+                    let line =
+                        format!("✗ {}{}{}", dead_end.claim.text(lang), lang.sentence_gap(), dead_end.why.text(lang));
+                    let _ = write!(out, "{}", wrap(&line, "  "));
                 }
             }
             if !entry.versions.is_empty() {
@@ -322,10 +339,11 @@ impl Report<'_> {
                 json!({
                     "id": entry.id,
                     "title": entry.title.text(lang),
-                    "count": finding.occurrences.len(),
+                    "count": finding.count,
                     "ranks": finding.ranks,
                     "occurrences": finding.occurrences,
                     "call_sites": finding.call_sites,
+                    "details": finding.details,
                     "oom": oom,
                     "oom_figures_missing": finding.undetermined,
                     "frames": finding.frames,

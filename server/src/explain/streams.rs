@@ -92,6 +92,11 @@ pub fn split(log: &str) -> Vec<Stream> {
 
 /// The rank a line came from, and the line without its prefix.
 fn split_prefix(line: &str) -> (Option<String>, &str) {
+    // Most lines of a long log have no prefix; skip the regex for them.
+    let first = line.as_bytes().first().copied().unwrap_or(b' ');
+    if first != b'[' && !first.is_ascii_digit() && !line.contains(": [") {
+        return (None, line);
+    }
     let Some(captures) = PREFIX.captures(line) else {
         return (None, line);
     };

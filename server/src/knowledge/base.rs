@@ -2,7 +2,9 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
+
+use regex::{Regex, RegexSet};
 
 use super::builtin::BUILTIN_FILES;
 use super::entry::{Entry, EntrySpec};
@@ -26,6 +28,12 @@ impl std::error::Error for KnowledgeError {}
 #[derive(Clone, Debug, Default)]
 pub struct Base {
     entries: Vec<Entry>,
+    /// Every pattern of every entry in one regex, built on first use: one pass over a log finds
+    /// the lines worth testing entry by entry.
+    any_pattern: OnceLock<Regex>,
+    /// Every pattern in a set, with the index of the entry each belongs to: which entries match
+    /// a candidate line, in one pass over it.
+    pattern_set: OnceLock<(RegexSet, Vec<usize>)>,
 }
 
 static BUILTIN: LazyLock<Base> = LazyLock::new(|| {
@@ -59,6 +67,33 @@ impl Base {
         Ok(base)
     }
 
+    /// A regex that matches wherever any entry's pattern matches.
+    pub fn any_pattern(&self) -> &Regex {
+        self.any_pattern.get_or_init(|| {
+            let alternatives: Vec<String> =
+                self.entries.iter().flat_map(|e| e.patterns.iter().map(|p| format!("(?:{})", p.as_str()))).collect();
+            let combined = if alternatives.is_empty() { "[^\\s\\S]".to_owned() } else { alternatives.join("|") };
+            Regex::new(&combined).expect("patterns that compile alone compile together")
+        })
+    }
+
+    /// Indices (into [`Base::entries`]) of the entries with a pattern matching `line`, ascending.
+    pub fn entries_matching(&self, line: &str) -> Vec<usize> {
+        let (set, owners) = self.pattern_set.get_or_init(|| {
+            let patterns = self.entries.iter().flat_map(|e| e.patterns.iter().map(Regex::as_str));
+            let owners = self
+                .entries
+                .iter()
+                .enumerate()
+                .flat_map(|(index, e)| std::iter::repeat_n(index, e.patterns.len()))
+                .collect();
+            (RegexSet::new(patterns).expect("patterns that compile alone compile as a set"), owners)
+        });
+        let mut matching: Vec<usize> = set.matches(line).iter().map(|pattern| owners[pattern]).collect();
+        matching.dedup();
+        matching
+    }
+
     pub fn entries(&self) -> &[Entry] {
         &self.entries
     }
@@ -76,6 +111,8 @@ impl Base {
     }
 
     fn insert(&mut self, entry: Entry) {
+        self.any_pattern = OnceLock::new();
+        self.pattern_set = OnceLock::new();
         match self.entries.iter_mut().find(|existing| existing.id == entry.id) {
             Some(existing) => *existing = entry,
             None => self.entries.push(entry),

@@ -19,6 +19,8 @@ pub const BUILTIN_FILES: &[(&str, &str)] = &[
     entry_file!("knowledge/cublas/invalid-value.toml"),
     entry_file!("knowledge/cublas/not-supported.toml"),
     entry_file!("knowledge/cuda/illegal-memory-access.toml"),
+    entry_file!("knowledge/cuda/launch-failure.toml"),
+    entry_file!("knowledge/cuda/ecc-error.toml"),
     entry_file!("knowledge/cuda/device-side-assert.toml"),
     entry_file!("knowledge/cuda/no-kernel-image.toml"),
     entry_file!("knowledge/cuda/driver-too-old.toml"),

@@ -19,6 +19,18 @@ pub enum Diagnosis {
 }
 
 impl Diagnosis {
+    /// What the diagnosis is called in prose.
+    pub fn label(self, lang: Lang) -> &'static str {
+        match (self, lang) {
+            (Diagnosis::GenuineShortage, Lang::En) => "genuine shortage",
+            (Diagnosis::GenuineShortage, Lang::Zh) => "真正的显存不足",
+            (Diagnosis::Fragmentation, Lang::En) => "fragmentation",
+            (Diagnosis::Fragmentation, Lang::Zh) => "碎片化",
+            (Diagnosis::OtherProcesses, Lang::En) => "other processes",
+            (Diagnosis::OtherProcesses, Lang::Zh) => "其他进程占用",
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Diagnosis::GenuineShortage => "genuine-shortage",
@@ -42,6 +54,10 @@ pub struct MatchSpec {
     /// `culint explain` lists it after the other errors of the same log.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub secondary: bool,
+    /// A regex whose first capture group picks the specific error out of the matched line or
+    /// the few lines after it, such as the CUDA failure an NCCL error relays.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
 /// A note about which versions a behaviour or message belongs to.
@@ -117,6 +133,7 @@ pub struct EntrySpec {
 pub struct Entry {
     pub spec: EntrySpec,
     pub patterns: Vec<Regex>,
+    pub detail: Option<Regex>,
 }
 
 impl std::ops::Deref for Entry {
@@ -166,7 +183,18 @@ impl Entry {
             let regex = Regex::new(pattern).map_err(|e| format!("pattern `{pattern}` does not compile: {e}"))?;
             patterns.push(regex);
         }
-        let entry = Entry { spec, patterns };
+        let detail = match &spec.matching.detail {
+            Some(source) => {
+                let regex =
+                    Regex::new(source).map_err(|e| format!("`match.detail` `{source}` does not compile: {e}"))?;
+                if regex.captures_len() < 2 {
+                    return Err(format!("`match.detail` `{source}` needs a capture group around the detail"));
+                }
+                Some(regex)
+            }
+            None => None,
+        };
+        let entry = Entry { spec, patterns, detail };
         if let Some(example) = entry.matching.examples.iter().find(|example| !entry.matches(example)) {
             return Err(format!("example `{example}` is matched by none of the patterns"));
         }
@@ -208,7 +236,13 @@ impl Entry {
         if !self.dead_ends.is_empty() {
             let _ = writeln!(out, "**{}**\n", Label::DeadEnds.text(lang));
             for dead_end in &self.dead_ends {
-                let _ = write!(out, "- **{}** {}", dead_end.claim.text(lang), dead_end.why.text(lang));
+                let _ = write!(
+                    out,
+                    "- **{}**{}{}",
+                    dead_end.claim.text(lang),
+                    lang.sentence_gap(),
+                    dead_end.why.text(lang)
+                );
                 if !dead_end.sources.is_empty() {
                     let _ = write!(out, " ({})", link_list(&dead_end.sources));
                 }

@@ -32,6 +32,14 @@ impl Lang {
         }
     }
 
+    /// What separates two sentences: a space in English, nothing in Chinese.
+    pub fn sentence_gap(self) -> &'static str {
+        match self {
+            Lang::En => " ",
+            Lang::Zh => "",
+        }
+    }
+
     /// The language for an editor or system locale: Chinese for any `zh` locale, English
     /// otherwise, since English is the language every entry is complete in.
     pub fn from_locale(locale: &str) -> Lang {
@@ -100,7 +108,7 @@ pub fn reflow(text: &str) -> String {
     out.trim_end().to_owned()
 }
 
-fn is_cjk(c: char) -> bool {
+pub fn is_cjk(c: char) -> bool {
     matches!(c, '\u{2E80}'..='\u{9FFF}' | '\u{F900}'..='\u{FAFF}' | '\u{FF00}'..='\u{FFEF}')
 }
 
@@ -119,6 +127,7 @@ pub enum Label {
     Seen,
     Ranks,
     CallSite,
+    Detail,
     Memory,
     Diagnosis,
     LikelyCauses,
@@ -154,6 +163,8 @@ impl Label {
             (Ranks, Lang::Zh) => "进程",
             (CallSite, Lang::En) => "Call site",
             (CallSite, Lang::Zh) => "调用位置",
+            (Detail, Lang::En) => "Reported error",
+            (Detail, Lang::Zh) => "报告的错误",
             (Memory, Lang::En) => "Memory at the failure",
             (Memory, Lang::Zh) => "出错时的显存",
             (Diagnosis, Lang::En) => "Diagnosis",

@@ -36,6 +36,15 @@ impl ServerContext {
         self.client.log_message(level, message).await;
     }
 
+    /// Show a configuration problem to the user, once per session and configuration.
+    pub async fn report_problem(&self, problem: &str) {
+        let first_time = self.session.lock().reported_problems.insert(problem.to_owned());
+        if first_time {
+            log::write(problem);
+            self.client.show_message(MessageType::ERROR, problem).await;
+        }
+    }
+
     /// Run engine work on the blocking pool. A panic there becomes an internal error for this
     /// request, logged to the client, and the server keeps running.
     pub async fn blocking<T, F>(&self, what: &'static str, work: F) -> jsonrpc::Result<T>
@@ -87,6 +96,9 @@ impl ServerContext {
             }
             snapshot
         };
+        if let Some(problem) = &snapshot.config_problem {
+            self.report_problem(problem).await;
+        }
         let input = snapshot.clone();
         let diagnostics = Arc::new(self.blocking("lint", move || lint_snapshot(&input)).await?);
         let stored = self.session.lock().store(&snapshot, diagnostics.clone());
@@ -119,12 +131,12 @@ impl ServerContext {
         self.client.publish_diagnostics(uri, Vec::new(), None).await;
     }
 
-    /// After settings, configuration files or hardware facts changed: push fresh diagnostics for
-    /// every open document, or ask a pulling client to pull again.
+    /// After settings, configuration files or hardware facts changed: reload the configuration,
+    /// then push fresh diagnostics for every open document, or ask a pulling client to pull again.
     pub async fn refresh_diagnostics(&self) {
         let (pull, refresh, uris) = {
             let mut session = self.session.lock();
-            session.generation += 1;
+            session.reload_configuration();
             let uris: Vec<Uri> = session.documents.keys().cloned().collect();
             (session.features.pull_diagnostics, session.features.diagnostic_refresh, uris)
         };
@@ -142,6 +154,9 @@ impl ServerContext {
 
 /// The engine call behind every diagnostic the server reports.
 pub fn lint_snapshot(snapshot: &Snapshot) -> Vec<Diagnostic> {
+    if snapshot.excluded {
+        return Vec::new();
+    }
     let context = LintContext { path: snapshot.path.as_deref(), project: None };
     lint(&snapshot.text, &snapshot.tree, context, &snapshot.settings)
 }

@@ -39,11 +39,15 @@ pub struct FixAll {
     pub fixed: usize,
 }
 
-/// Apply every fix the settings allow (safe only, or unsafe too with `unsafeFixes`) until stable,
+/// Apply every fix the settings allow (safe only, or unsafe too with `unsafeFixes` or the
+/// configuration's `unsafe-fixes`) until stable,
 /// through the same `fix_text` as `culint check --fix`.
 pub fn fix_all(snapshot: &Snapshot) -> FixAll {
+    if snapshot.excluded {
+        return FixAll { edits: Vec::new(), fixed: 0 };
+    }
     let context = LintContext { path: snapshot.path.as_deref(), project: None };
-    let outcome = fix_text(&snapshot.text, context, &snapshot.settings, snapshot.client_settings.fix_threshold());
+    let outcome = fix_text(&snapshot.text, context, &snapshot.settings, snapshot.fix_threshold);
     FixAll { edits: diff(&snapshot.text, &outcome.text), fixed: outcome.fixed }
 }
 

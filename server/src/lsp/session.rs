@@ -12,12 +12,16 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tower_lsp_server::ls_types::Uri;
 use tree_sitter::Tree;
 
+use crate::config::{Overrides, Resolver};
 use crate::diagnostic::Diagnostic;
 use crate::document::Document;
+use crate::fix::Applicability;
 use crate::hardware::HardwareFacts;
+use crate::knowledge::Lang;
 use crate::lint::LintSettings;
 use crate::lsp::capabilities::ClientFeatures;
 use crate::lsp::settings::ClientSettings;
+use crate::probe::ProbeReport;
 
 /// An open buffer and the last lint result computed for it.
 pub struct OpenDocument {
@@ -55,13 +59,38 @@ pub struct Snapshot {
     pub tree: Tree,
     pub path: Option<PathBuf>,
     pub settings: Arc<LintSettings>,
-    pub client_settings: Arc<ClientSettings>,
+    /// Fix-all applies fixes at or above this: safe only, unless unsafe fixes are switched on
+    /// in the editor or the project's configuration.
+    pub fix_threshold: Applicability,
+    /// The project's configuration excludes the file: it gets no diagnostics.
+    pub excluded: bool,
+    /// Why the project's configuration could not be used for this file, if it could not.
+    pub config_problem: Option<String>,
+}
+
+/// The settings for one file, resolved from the project's configuration and the editor's.
+struct FileSettings {
+    lint: LintSettings,
+    unsafe_fixes: bool,
+    excluded: bool,
+    problem: Option<String>,
 }
 
 #[derive(Default)]
 pub struct Session {
     pub features: ClientFeatures,
     pub settings: Arc<ClientSettings>,
+    /// Finds and caches each directory's culint.toml / pyproject.toml, under the editor's
+    /// settings; `None` when the editor's `configuration` file cannot be loaded.
+    resolver: Option<Arc<Resolver>>,
+    /// Why the resolver could not be built.
+    resolver_problem: Option<String>,
+    /// The language of hover texts and explanations, from the client's locale.
+    pub lang: Lang,
+    /// The last `culint.probe` report of this session.
+    pub probe: Option<Arc<ProbeReport>>,
+    /// Configuration problems already shown, so each is shown once.
+    pub reported_problems: std::collections::HashSet<String>,
     /// Bumped whenever anything other than the text can change a lint result (settings, config
     /// files, hardware facts), so cached results of the same version are recognised as stale.
     pub generation: u64,
@@ -90,16 +119,82 @@ impl Session {
         self.documents.get(uri)
     }
 
-    /// The lint settings for a file: the editor's settings over the project's configuration.
-    pub fn lint_settings_for(&self, _path: Option<&Path>) -> LintSettings {
-        let mut settings = self.settings.apply_to(LintSettings::default());
-        settings.hardware.clone_from(&self.hardware);
-        settings
+    /// Rebuild the configuration resolver after the editor's settings, the hardware facts or a
+    /// configuration file changed (the resolver caches what it read).
+    pub fn reload_configuration(&mut self) {
+        let overrides = Overrides {
+            config_file: self.settings.configuration.clone(),
+            select: self.settings.select.clone(),
+            extend_select: Vec::new(),
+            ignore: self.settings.ignore.clone(),
+            unsafe_fixes: self.settings.unsafe_fixes,
+            show_syntax_errors: self.settings.show_syntax_errors,
+            hardware: self.hardware.clone(),
+        };
+        match Resolver::new(overrides) {
+            Ok(resolver) => {
+                self.resolver = Some(Arc::new(resolver));
+                self.resolver_problem = None;
+            }
+            Err(error) => {
+                self.resolver = None;
+                self.resolver_problem = Some(format!(
+                    "culint: the configuration file in the `configuration` setting cannot be used: {error}; \
+                     linting with the editor's settings only"
+                ));
+            }
+        }
+        self.reported_problems.clear();
+        self.generation += 1;
+    }
+
+    /// The settings for a file: its project's configuration (the nearest culint.toml or
+    /// pyproject.toml, as `culint check` finds it) under the editor's settings.
+    fn file_settings(&self, path: Option<&Path>) -> FileSettings {
+        let editor_only = || {
+            let mut lint = self.settings.apply_to(LintSettings::default());
+            lint.hardware.clone_from(&self.hardware);
+            lint
+        };
+        let unsafe_fixes = self.settings.unsafe_fixes.unwrap_or(false);
+        let Some(resolver) = &self.resolver else {
+            return FileSettings {
+                lint: editor_only(),
+                unsafe_fixes,
+                excluded: false,
+                problem: self.resolver_problem.clone(),
+            };
+        };
+        // An unsaved buffer takes the configuration of the first workspace folder.
+        let path = match (path, self.workspace_folders.first()) {
+            (Some(path), _) => path.to_path_buf(),
+            (None, Some(folder)) => folder.join("untitled.py"),
+            (None, None) => return FileSettings { lint: editor_only(), unsafe_fixes, excluded: false, problem: None },
+        };
+        match resolver.settings_for(&path) {
+            Ok(resolved) => {
+                let mut lint = resolved.lint;
+                self.settings.apply_severities(&mut lint);
+                FileSettings {
+                    lint,
+                    unsafe_fixes: resolved.unsafe_fixes,
+                    excluded: resolver.is_excluded(&path).unwrap_or(false),
+                    problem: None,
+                }
+            }
+            Err(error) => FileSettings {
+                lint: editor_only(),
+                unsafe_fixes,
+                excluded: false,
+                problem: Some(format!("culint: {error}; linting with the editor's settings only")),
+            },
+        }
     }
 
     pub fn snapshot(&self, uri: &Uri) -> Option<Snapshot> {
         let open = self.documents.get(uri)?;
         let text: Arc<str> = Arc::from(open.document.to_text());
+        let settings = self.file_settings(open.path.as_deref());
         Some(Snapshot {
             uri: uri.clone(),
             version: open.document.version(),
@@ -108,8 +203,10 @@ impl Session {
             text,
             tree: open.document.tree().clone(),
             path: open.path.clone(),
-            settings: Arc::new(self.lint_settings_for(open.path.as_deref())),
-            client_settings: self.settings.clone(),
+            settings: Arc::new(settings.lint),
+            fix_threshold: if settings.unsafe_fixes { Applicability::Unsafe } else { Applicability::Safe },
+            excluded: settings.excluded,
+            config_problem: settings.problem,
         })
     }
 

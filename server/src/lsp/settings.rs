@@ -12,28 +12,46 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::diagnostic::Severity;
-use crate::fix::Applicability;
 use crate::lint::{LintSettings, RuleSet};
-use crate::suppression::selector_is_known;
+use crate::rules::RULES;
+use crate::suppression::{selector_is_known, selector_matches};
 
 /// The configuration section editors keep culint's settings under.
 pub const SECTION: &str = "culint";
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ClientSettings {
     /// Rule selectors (codes, prefixes, names, `ALL`) that replace the default selection.
     pub select: Option<Vec<String>>,
     /// Rule selectors switched off after `select`.
     pub ignore: Vec<String>,
-    /// Let fix-all and `culint.applyAllFixes` apply unsafe fixes too.
-    pub unsafe_fixes: bool,
+    /// Let fix-all and `culint.applyAllFixes` apply unsafe fixes too; unset leaves it to the
+    /// project's configuration.
+    pub unsafe_fixes: Option<bool>,
     /// Severity per rule code, such as `{"CUL201": "error"}`.
     pub severity: HashMap<String, String>,
     /// A culint.toml or pyproject.toml to use for every file instead of the discovered one.
     pub configuration: Option<PathBuf>,
     /// Report the regions tree-sitter could not parse.
     pub show_syntax_errors: bool,
+    /// Read the GPU's device count, memory and compute capability when the server starts (no
+    /// CUDA context is created), so the hardware-aware rules can run.
+    pub detect_hardware: bool,
+}
+
+impl Default for ClientSettings {
+    fn default() -> Self {
+        Self {
+            select: None,
+            ignore: Vec::new(),
+            unsafe_fixes: None,
+            severity: HashMap::new(),
+            configuration: None,
+            show_syntax_errors: false,
+            detect_hardware: true,
+        }
+    }
 }
 
 /// A setting that was ignored, described for the user.
@@ -93,28 +111,27 @@ impl ClientSettings {
         (settings, problems)
     }
 
-    /// Fixes at or above this applicability are applied by fix-all.
-    pub fn fix_threshold(&self) -> Applicability {
-        if self.unsafe_fixes { Applicability::Unsafe } else { Applicability::Safe }
-    }
-
-    /// Apply these settings on top of `base` (the project's configuration for a file): a `select`
-    /// replaces the base selection, `ignore` removes from it, severities override per rule.
+    /// Apply these settings on top of `base`, for files no configuration resolver can serve: a
+    /// `select` replaces the base selection, `ignore` removes from it, severities override per
+    /// rule.
     pub fn apply_to(&self, mut base: LintSettings) -> LintSettings {
         if let Some(select) = &self.select {
             base.rules = RuleSet::from_selectors(select);
         }
         base.rules.remove(&self.ignore);
-        for (selector, severity) in &self.severity {
-            let Some(severity) = Severity::parse(severity) else { continue };
-            for rule in
-                crate::rules::RULES.iter().filter(|r| crate::suppression::selector_matches(selector, r.code, r.name))
-            {
-                base.severities.insert(rule.code.to_owned(), severity);
-            }
-        }
+        self.apply_severities(&mut base);
         base.show_syntax_errors |= self.show_syntax_errors;
         base
+    }
+
+    /// The editor's severity overrides, by code, prefix or name, over the configuration's.
+    pub fn apply_severities(&self, settings: &mut LintSettings) {
+        for (selector, severity) in &self.severity {
+            let Some(severity) = Severity::parse(severity) else { continue };
+            for rule in RULES.iter().filter(|r| selector_matches(selector, r.code, r.name)) {
+                settings.severities.insert(rule.code.to_owned(), severity);
+            }
+        }
     }
 }
 
@@ -128,20 +145,20 @@ mod tests {
     fn reads_bare_and_nested_settings() {
         let bare = json!({"unsafeFixes": true, "showSyntaxErrors": true});
         let (settings, problems) = ClientSettings::from_value(&bare);
-        assert!(settings.unsafe_fixes && settings.show_syntax_errors);
+        assert!(settings.unsafe_fixes == Some(true) && settings.show_syntax_errors);
         assert!(problems.is_empty());
         let nested = json!({"culint": {"unsafeFixes": true, "configuration": "/p/culint.toml"}});
         let (settings, _) = ClientSettings::from_value(&nested);
-        assert!(settings.unsafe_fixes);
+        assert_eq!(settings.unsafe_fixes, Some(true));
         assert_eq!(settings.configuration, Some(PathBuf::from("/p/culint.toml")));
-        assert_eq!(settings.fix_threshold(), Applicability::Unsafe);
+        assert!(settings.detect_hardware);
         assert_eq!(ClientSettings::from_value(&Value::Null).0, ClientSettings::default());
     }
 
     #[test]
     fn a_malformed_setting_is_dropped_alone_with_a_reason() {
         let (settings, problems) = ClientSettings::from_value(&json!({"select": "CUL2", "unsafeFixes": true}));
-        assert_eq!(settings, ClientSettings { unsafe_fixes: true, ..ClientSettings::default() });
+        assert_eq!(settings, ClientSettings { unsafe_fixes: Some(true), ..ClientSettings::default() });
         assert_eq!(problems.len(), 1);
         assert!(problems[0].0.starts_with("culint setting `select` was ignored: invalid type"), "{problems:?}");
         let (settings, problems) = ClientSettings::from_value(&json!(["CUL2"]));

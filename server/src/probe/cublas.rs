@@ -188,6 +188,7 @@ pub fn heuristic_check(context: &Context, library: &str, workspace: u64, workspa
             buffer.free().map_err(|failure| failure.to_string())?;
             Ok(if with == 0 {
                 Check::fail(ID, format!("cuBLASLt offers no algorithm for a {shape} on this device ({library})"))
+                    .knowledge("cublas/not-supported")
                     .action(
                         "Update the driver and the cuBLAS that PyTorch uses; this GPU may be newer than this cuBLAS.",
                     )
@@ -202,7 +203,7 @@ pub fn heuristic_check(context: &Context, library: &str, workspace: u64, workspa
                 Check::ok(
                     ID,
                     format!(
-                        "cuBLASLt heuristic for a {shape}: {without} algorithms without workspace, {with} with the {} workspace ({workspace_origin}); the best wants {} ({library})",
+                        "cuBLASLt heuristic for a {shape}: {without} algorithms without workspace, {with} with the {} workspace ({workspace_origin}); the best needs {} of it ({library})",
                         bytes(workspace),
                         bytes(best_workspace)
                     ),

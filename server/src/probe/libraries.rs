@@ -22,12 +22,25 @@ impl CudaLibrary {
         }
     }
 
+    /// Whether cudarc finds the library by name; when it does, it stays loaded, so that its
+    /// file can be read from /proc/self/maps.
     fn present_by_name(self) -> bool {
-        // SAFETY: only tries to dlopen the candidate names.
+        // SAFETY: `is_culib_present` only tries to dlopen the candidate names; `culib` then
+        // loads the first that works, which cannot panic once one was found.
         guarded("loading a CUDA library", || unsafe {
             match self {
-                CudaLibrary::Cublas => cudarc::cublas::sys::is_culib_present(),
-                CudaLibrary::CublasLt => cudarc::cublaslt::sys::is_culib_present(),
+                CudaLibrary::Cublas => {
+                    cudarc::cublas::sys::is_culib_present() && {
+                        cudarc::cublas::sys::culib();
+                        true
+                    }
+                }
+                CudaLibrary::CublasLt => {
+                    cudarc::cublaslt::sys::is_culib_present() && {
+                        cudarc::cublaslt::sys::culib();
+                        true
+                    }
+                }
             }
         })
         .unwrap_or(false)
@@ -37,17 +50,36 @@ impl CudaLibrary {
 /// Where a library came from, or why it could not be loaded.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LibraryStatus {
-    Loaded { path: Option<String> },
-    Missing { reason: String },
+    Loaded {
+        /// The file cudarc calls into, when /proc/self/maps shows it.
+        path: Option<String>,
+        /// The copy in the Python environment that PyTorch would load, when it is another file.
+        torch_copy: Option<String>,
+    },
+    Missing {
+        reason: String,
+    },
 }
 
-/// Load `library`, preferring the copy in one of `python_dirs` (site-packages folders).
+/// Load `library` as cudarc finds it by name (the library path, as for any program); when it
+/// finds none, load the copy in one of `python_dirs` (site-packages folders) by full path, which
+/// is the one PyTorch uses.
 pub fn load(library: CudaLibrary, python_dirs: &[PathBuf]) -> LibraryStatus {
+    let wheel_copies = wheel_copies(library, python_dirs);
+    if library.present_by_name() {
+        let path = loaded_file(library);
+        let torch_copy = wheel_copies
+            .first()
+            .filter(|copy| !same_file(copy, path.as_deref()))
+            .map(|copy| copy.display().to_string());
+        return LibraryStatus::Loaded { path, torch_copy };
+    }
     let mut preload_errors = Vec::new();
-    for candidate in wheel_copies(library, python_dirs) {
+    for candidate in &wheel_copies {
         // SAFETY: loading cuBLAS runs only its initialisers, which PyTorch runs too.
-        match unsafe { libloading::Library::new(&candidate) } {
-            // Kept loaded for the life of the process, so that the name lookup finds it.
+        match unsafe { libloading::Library::new(candidate) } {
+            // Kept loaded for the life of the process: cudarc's dlopen by name then finds it,
+            // because the dynamic loader matches loaded libraries by their SONAME.
             Ok(handle) => {
                 std::mem::forget(handle);
                 break;
@@ -56,7 +88,7 @@ pub fn load(library: CudaLibrary, python_dirs: &[PathBuf]) -> LibraryStatus {
         }
     }
     if library.present_by_name() {
-        return LibraryStatus::Loaded { path: mapped_path(library.stem()) };
+        return LibraryStatus::Loaded { path: loaded_file(library), torch_copy: None };
     }
     let mut reason = format!(
         "{} not found: no {}.so.13 or .so.12 on the library path (LD_LIBRARY_PATH, ldconfig) nor in the Python environment's nvidia/*/lib folders",
@@ -67,6 +99,41 @@ pub fn load(library: CudaLibrary, python_dirs: &[PathBuf]) -> LibraryStatus {
         reason.push_str(&format!("; loading failed for {}", preload_errors.join("; ")));
     }
     LibraryStatus::Missing { reason }
+}
+
+fn same_file(copy: &std::path::Path, loaded: Option<&str>) -> bool {
+    let Some(loaded) = loaded else { return false };
+    match (std::fs::canonicalize(copy), std::fs::canonicalize(loaded)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// The file cudarc's handle to `library` resolves to: the mapping that holds its create function.
+fn loaded_file(library: CudaLibrary) -> Option<String> {
+    type Create = unsafe extern "C" fn();
+    // SAFETY: only looks up a symbol's address; the function is not called.
+    let address = guarded("looking up a CUDA library symbol", || unsafe {
+        let symbol = match library {
+            CudaLibrary::Cublas => cudarc::cublas::sys::culib().get::<Create>(b"cublasCreate_v2"),
+            CudaLibrary::CublasLt => cudarc::cublaslt::sys::culib().get::<Create>(b"cublasLtCreate"),
+        };
+        symbol.ok().map(|symbol| *symbol as usize)
+    })
+    .ok()
+    .flatten()?;
+    file_containing(&std::fs::read_to_string("/proc/self/maps").ok()?, address)
+}
+
+/// The file mapped at `address`, from the text of /proc/self/maps.
+fn file_containing(maps: &str, address: usize) -> Option<String> {
+    maps.lines().find_map(|line| {
+        let mut fields = line.split_whitespace();
+        let (start, end) = fields.next()?.split_once('-')?;
+        let (start, end) = (usize::from_str_radix(start, 16).ok()?, usize::from_str_radix(end, 16).ok()?);
+        let path = fields.nth(4)?;
+        (start <= address && address < end && path.starts_with('/')).then(|| path.to_owned())
+    })
 }
 
 /// `nvidia/*/lib/<stem>.so.<N>` files under the given site-packages folders, newest major first.
@@ -107,6 +174,16 @@ pub fn mapped_path(stem: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn addresses_map_to_files() {
+        let maps = "7f0000000000-7f0000001000 r--p 00000000 fd:01 12 /usr/lib/libcublas.so.13.1.0.3\n\
+                    7f0000001000-7f0000009000 r-xp 00001000 fd:01 12 /usr/lib/libcublas.so.13.1.0.3\n\
+                    7f0000009000-7f000000a000 rw-p 00000000 00:00 0\n";
+        assert_eq!(file_containing(maps, 0x7f0000001234).as_deref(), Some("/usr/lib/libcublas.so.13.1.0.3"));
+        assert_eq!(file_containing(maps, 0x7f0000009010), None);
+        assert_eq!(file_containing(maps, 0x10), None);
+    }
 
     #[test]
     fn sonames_are_matched_by_stem() {

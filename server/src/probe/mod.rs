@@ -62,12 +62,39 @@ pub fn run(options: &ProbeOptions) -> ProbeReport {
     let vars: Vec<(String, String)> = std::env::vars_os()
         .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
         .collect();
-    let python = python::environment(options.python.as_deref());
-    report.torch = python.as_ref().ok().and_then(python::torch);
+    // The interpreter's answer and loading cuBLAS (hundreds of MB) overlap with the driver's
+    // start-up, which is most of a quick probe's time.
+    std::thread::scope(|scope| {
+        let background = scope.spawn(|| {
+            let python = python::environment(options.python.as_deref());
+            let torch = python.as_ref().ok().and_then(python::torch);
+            let python_dirs = python.as_ref().map(|env| env.search_path.clone()).unwrap_or_default();
+            (python, torch, Libraries::load(&python_dirs))
+        });
+        let driver = open_driver(&vars);
+        let (python, torch, libraries) = background
+            .join()
+            .unwrap_or_else(|_| (Err("reading the Python environment failed".to_owned()), None, Libraries::missing()));
+        report.torch = torch;
+        probe_machine(&mut report, options, driver, &libraries, &vars);
+        report.checks.push(torch_check(&python, report.torch.as_ref(), report.driver.cuda_version.as_deref()));
+    });
+    report.checks.extend(environment::checks(&vars));
+    report.checks.extend(environment::shadowed_alloc_conf(&vars));
+    report.elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    report
+}
 
-    match open_driver(&vars) {
+fn probe_machine(
+    report: &mut ProbeReport,
+    options: &ProbeOptions,
+    driver: Result<OpenedDriver, (Unavailable, String)>,
+    libraries: &Libraries,
+    vars: &[(String, String)],
+) {
+    match driver {
         Err((unavailable, reason)) => {
-            report.checks.push(Check::fail("driver", reason.clone()).knowledge("cuda/no-gpu").action(
+            report.checks.push(Check::fail("driver", reason.clone()).knowledge("cuda/not-available").action(
                 "Run on a machine with an NVIDIA GPU and driver; in a container, start it with GPU access (docker run --gpus all).",
             ));
             report.unavailable = Some(unavailable);
@@ -86,20 +113,13 @@ pub fn run(options: &ProbeOptions) -> ProbeReport {
                     opened.info.library.as_deref().unwrap_or("libcuda")
                 ),
             ));
-            let selected = select_devices(&mut report, options.device, &vars);
-            let python_dirs = python.as_ref().map(|env| env.search_path.clone()).unwrap_or_default();
-            let libraries = Libraries::load(&python_dirs);
+            let selected = select_devices(report, options.device, vars);
             for index in selected {
-                let device = probe_device(index, options, &opened, &libraries, &report.torch, &vars);
+                let device = probe_device(index, options, &opened, libraries, &report.torch, vars);
                 report.devices.push(device);
             }
         }
     }
-    report.checks.push(torch_check(&python, report.torch.as_ref(), report.driver.cuda_version.as_deref()));
-    report.checks.extend(environment::checks(&vars));
-    report.checks.extend(environment::shadowed_alloc_conf(&vars));
-    report.elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-    report
 }
 
 /// Facts for `culint check --probe` and the language server, without creating a CUDA context:
@@ -211,12 +231,23 @@ impl Libraries {
         let cublas = libraries::load(CudaLibrary::Cublas, python_dirs);
         Self { cublas, cublas_lt }
     }
+
+    fn missing() -> Self {
+        let reason = || LibraryStatus::Missing { reason: "the library search did not finish".to_owned() };
+        Self { cublas: reason(), cublas_lt: reason() }
+    }
 }
 
 fn library_label(status: &LibraryStatus, stem: &str) -> String {
     match status {
-        LibraryStatus::Loaded { path: Some(path) } => path.clone(),
-        _ => stem.to_owned(),
+        LibraryStatus::Loaded { path, torch_copy } => {
+            let path = path.as_deref().unwrap_or(stem);
+            match torch_copy {
+                Some(copy) => format!("{path}; PyTorch loads its own copy, {copy}"),
+                None => path.to_owned(),
+            }
+        }
+        LibraryStatus::Missing { .. } => stem.to_owned(),
     }
 }
 
@@ -477,12 +508,19 @@ fn torch_check(
         Err(reason) => return Check::skipped(ID, format!("no Python to read PyTorch from: {reason}")),
     };
     let Some(torch) = torch else {
-        return Check::skipped(ID, format!("PyTorch is not installed for {}", environment.executable));
+        return Check::skipped(
+            ID,
+            format!(
+                "PyTorch is not installed for {} (no torch/version.py in its {} package folders)",
+                environment.executable,
+                environment.search_path.len()
+            ),
+        );
     };
     let version = torch.version.as_deref().unwrap_or("(unknown version)");
     let Some(torch_cuda) = torch.cuda.as_deref() else {
         return Check::warning(ID, format!("PyTorch {version} ({}) is a build without CUDA: it cannot use the GPU", environment.executable))
-            .knowledge("cuda/no-gpu")
+            .knowledge("cuda/not-available")
             .action("Install a CUDA build of PyTorch (https://pytorch.org/get-started/locally/) for a CUDA version the driver supports.");
     };
     let built_for = format!("PyTorch {version} is built for CUDA {torch_cuda}");

@@ -15,10 +15,25 @@ use super::report::TorchInfo;
 const PYTHON_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Prints sys.path (which holds PYTHONPATH under -S) and the site folders `site` would add.
-const PATHS_SCRIPT: &str = "import json, site, sys, sysconfig
+/// Under -S a virtual environment's own site-packages is not on sys.path, so it is found from
+/// the `pyvenv.cfg` beside the interpreter, as `site` itself would. (Debian's patched
+/// `site.getsitepackages` names `dist-packages` folders when the venv is not active, so the
+/// folder is globbed rather than asked for.)
+const PATHS_SCRIPT: &str = "import glob, json, os, site, sys, sysconfig
 paths = sysconfig.get_paths()
 user = site.getusersitepackages() if site.check_enableusersite() else None
+here = os.path.dirname(sys.executable)
+venv = next((d for d in (here, os.path.dirname(here)) if os.path.isfile(os.path.join(d, 'pyvenv.cfg'))), None)
+system = True
+if venv:
+    with open(os.path.join(venv, 'pyvenv.cfg')) as cfg:
+        for line in cfg:
+            key, _, value = line.partition('=')
+            if key.strip() == 'include-system-site-packages':
+                system = value.strip().lower() == 'true'
 print(json.dumps({'executable': sys.executable, 'sys_path': sys.path[1:], 'user_site': user,
+    'venv_site_packages': glob.glob(os.path.join(venv, 'lib*', 'python*', 'site-packages')) + glob.glob(os.path.join(venv, 'Lib', 'site-packages')) if venv else [],
+    'system_site_packages': system,
     'site_packages': site.getsitepackages(), 'purelib': paths.get('purelib'), 'platlib': paths.get('platlib')}))";
 
 #[derive(Deserialize)]
@@ -26,6 +41,8 @@ struct PythonPaths {
     executable: String,
     sys_path: Vec<String>,
     user_site: Option<String>,
+    venv_site_packages: Vec<String>,
+    system_site_packages: bool,
     site_packages: Vec<String>,
     purelib: Option<String>,
     platlib: Option<String>,
@@ -72,13 +89,17 @@ pub fn environment(python: Option<&Path>) -> Result<PythonEnvironment, String> {
     let paths: PythonPaths = serde_json::from_str(stdout.trim())
         .map_err(|error| format!("`{}` printed something unexpected: {error}", program.display()))?;
     let mut search_path: Vec<PathBuf> = Vec::new();
+    let system: Vec<String> = if paths.system_site_packages {
+        paths.site_packages.into_iter().chain(paths.purelib).chain(paths.platlib).collect()
+    } else {
+        Vec::new()
+    };
     let ordered = paths
         .sys_path
         .into_iter()
-        .chain(paths.user_site)
-        .chain(paths.site_packages)
-        .chain(paths.purelib)
-        .chain(paths.platlib)
+        .chain(paths.venv_site_packages)
+        .chain(paths.user_site.filter(|_| paths.system_site_packages))
+        .chain(system)
         .filter(|dir| !dir.is_empty());
     for dir in ordered {
         let dir = PathBuf::from(dir);
@@ -163,6 +184,22 @@ mod tests {
         assert_eq!(torch.cuda.as_deref(), Some("13.0"));
         assert!(torch.version_file.unwrap().ends_with("torch/version.py"));
         assert!(!env.executable.is_empty());
+    }
+
+    #[test]
+    fn a_virtual_environment_is_searched_without_site_hooks() {
+        let python = which("python3").expect("python3 is on PATH on the CI machine");
+        let venv = tempfile::tempdir().unwrap();
+        let status = Command::new(&python).args(["-m", "venv", "--without-pip"]).arg(venv.path()).status().unwrap();
+        assert!(status.success());
+        let env = environment(Some(&venv.path().join("bin/python3"))).unwrap();
+        let venv_site =
+            env.search_path.iter().find(|dir| dir.starts_with(venv.path()) && dir.ends_with("site-packages"));
+        assert!(venv_site.is_some(), "{:?}", env.search_path);
+        // Without include-system-site-packages the base interpreter's packages are not searched.
+        let base_site =
+            env.search_path.iter().any(|dir| !dir.starts_with(venv.path()) && dir.ends_with("site-packages"));
+        assert!(!base_site, "{:?}", env.search_path);
     }
 
     #[test]

@@ -1,8 +1,43 @@
 //! Cross-file knowledge: summaries of the functions in other modules of the same project.
+//!
+//! A call such as `utils.init_distributed_mode(args)` or `train_one_epoch(...)` (imported with
+//! `from .engine import train_one_epoch`) reaches [`ProjectIndex::lookup`] with its qualified
+//! name. The index finds the module file the way Python would (next to the importing file, then
+//! under the project root), summarises every function of that file once, and answers with the
+//! summary of the function asked for.
+//!
+//! One index is shared by a whole lint run and by every thread of it. Modules are summarised
+//! lazily, so a run covers its own files plus the project files those import. No lock is held
+//! while a module is summarised, so threads never wait on each other; two threads that need the
+//! same module at the same moment may both summarise it, and the first result is kept.
+//!
+//! Import cycles: a module that is being summarised and is asked for again answers
+//! [`ProjectLookup::Missing`] (the rules then stay quiet instead of waiting or guessing). The
+//! summaries of the modules inside the cycle are then incomplete, so they are kept only until
+//! the outermost summary finishes, and computed afresh when asked for from outside. That keeps
+//! the answers independent of the order in which files happen to be linted.
 
-use std::path::Path;
+mod module;
+mod resolve;
 
-use crate::semantic::FunctionSummary;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+
+use crate::semantic::{FunctionSummary, names};
+use module::ModuleSummaries;
+use resolve::DottedName;
+
+/// Files larger than this are not summarised: generated code, vendored bundles.
+pub const MAX_MODULE_BYTES: u64 = 2 * 1024 * 1024;
+
+/// How many modules may be in the middle of being summarised on one call path. Beyond this an
+/// import chain answers "missing" rather than reading further.
+const MAX_SUMMARY_DEPTH: usize = 8;
+
+/// How many `__init__.py` re-exports (`from .engine import train_one_epoch`) are followed.
+const MAX_REEXPORT_HOPS: usize = 2;
 
 /// The answer to "what does `module.function` do?" for a call in some file.
 #[derive(Clone, Debug)]
@@ -16,11 +51,333 @@ pub enum ProjectLookup {
 }
 
 /// Function summaries of the project files a lint run can see.
+///
+/// Create one with [`ProjectIndex::new`] per run (the CLI) or per session (the language server)
+/// and pass it to every file as `LintContext { path: Some(path), project: Some(&index) }`.
+#[derive(Debug)]
+pub struct ProjectIndex {
+    shared: Arc<Shared>,
+    /// Modules being summarised on this call path, outermost first (canonical paths). Empty for
+    /// the index a caller creates; each nested summary gets a copy with its module appended.
+    chain: Vec<PathBuf>,
+    /// Summaries made incomplete by a cycle, shared by every nested index of one outermost
+    /// summary, with the lowest chain position their cycle reached.
+    provisional: Arc<Mutex<ProvisionalSummaries>>,
+    /// The lowest chain position that a cycle reached while the last module of `chain` was being
+    /// summarised (`usize::MAX`: none).
+    cycle_floor: AtomicUsize,
+}
+
+impl Default for ProjectIndex {
+    fn default() -> Self {
+        Self {
+            shared: Arc::default(),
+            chain: Vec::new(),
+            provisional: Arc::default(),
+            cycle_floor: AtomicUsize::new(usize::MAX),
+        }
+    }
+}
+
 #[derive(Debug, Default)]
-pub struct ProjectIndex {}
+struct Shared {
+    modules: Mutex<HashMap<PathBuf, Arc<ModuleSummaries>>>,
+    /// Which modules each summarised module looked into, so that a change invalidates the
+    /// summaries that merged what the changed file does.
+    dependencies: Mutex<HashMap<PathBuf, HashSet<PathBuf>>>,
+    /// Project root per folder of an importing file.
+    roots: Mutex<HashMap<PathBuf, PathBuf>>,
+    /// Canonical folder per importing file, as the caller spelled its path.
+    folders: Mutex<HashMap<PathBuf, PathBuf>>,
+    /// Answers per (folder of the importing file, qualified name), with the module files each
+    /// answer was read from.
+    answers: Mutex<HashMap<AnswerKey, (ProjectLookup, Vec<PathBuf>)>>,
+    /// Unsaved editor buffers, which take the place of the file on disk.
+    overlays: RwLock<HashMap<PathBuf, String>>,
+}
+
+/// Summaries made incomplete by an import cycle, with the lowest chain position it reached.
+type ProvisionalSummaries = HashMap<PathBuf, (Arc<ModuleSummaries>, usize)>;
+
+/// The folder of the importing file, and the qualified name asked for.
+type AnswerKey = (PathBuf, String);
+
+/// An answer, and whether it may be cached: answers shaped by a cycle or the depth limit depend
+/// on the call path and are not.
+struct Answer {
+    lookup: ProjectLookup,
+    cacheable: bool,
+    /// The module files the answer was read from.
+    consulted: Vec<PathBuf>,
+}
+
+impl Answer {
+    fn definite(lookup: ProjectLookup) -> Self {
+        Self { lookup, cacheable: true, consulted: Vec::new() }
+    }
+}
 
 impl ProjectIndex {
-    pub fn lookup(&self, _from_file: Option<&Path>, _qualified: &str) -> ProjectLookup {
-        ProjectLookup::NotInProject
+    pub fn new() -> Self {
+        Self::default()
     }
+
+    /// What the function `qualified` (an import-resolved name such as `utils.setup`,
+    /// `.engine.train_one_epoch` or `pkg.Trainer.fit`) does, for a call in `from_file`.
+    ///
+    /// Known libraries (`torch`, `transformers`, ...) are never looked up in the project. A
+    /// relative import that cannot be found, or an absolute one whose top-level package lies in
+    /// the project, is [`ProjectLookup::Missing`]; any other absolute import that is not found is
+    /// [`ProjectLookup::NotInProject`].
+    pub fn lookup(&self, from_file: Option<&Path>, qualified: &str) -> ProjectLookup {
+        let name = DottedName::parse(qualified);
+        if name.parts.is_empty() {
+            return ProjectLookup::Missing;
+        }
+        if !name.is_relative() && names::is_known_library(qualified) {
+            return ProjectLookup::NotInProject;
+        }
+        let Some(file_dir) = from_file.and_then(|file| self.folder_of(file)) else {
+            return if name.is_relative() { ProjectLookup::Missing } else { ProjectLookup::NotInProject };
+        };
+        let key = (file_dir.clone(), qualified.to_owned());
+        let known = lock(&self.shared.answers).get(&key).cloned();
+        let (lookup, consulted) = known.unwrap_or_else(|| {
+            let answer = self.resolve(&file_dir, &name, 0);
+            if answer.cacheable {
+                lock(&self.shared.answers).insert(key, (answer.lookup.clone(), answer.consulted.clone()));
+            }
+            (answer.lookup, answer.consulted)
+        });
+        if let Some(summarising) = self.chain.last()
+            && !consulted.is_empty()
+        {
+            lock(&self.shared.dependencies).entry(summarising.clone()).or_default().extend(consulted);
+        }
+        lookup
+    }
+
+    /// Forget what is known about `path` and every summary that depended on it: the file changed
+    /// on disk or in the editor.
+    pub fn invalidate(&self, path: &Path) {
+        let path = canonical(path);
+        let mut stale = vec![path];
+        let mut modules = lock(&self.shared.modules);
+        let mut dependencies = lock(&self.shared.dependencies);
+        while let Some(changed) = stale.pop() {
+            modules.remove(&changed);
+            dependencies.remove(&changed);
+            let dependents: Vec<PathBuf> =
+                dependencies.iter().filter(|(_, used)| used.contains(&changed)).map(|(m, _)| m.clone()).collect();
+            stale.extend(dependents);
+        }
+        // Answers name no module file, and which file an import finds can change too (a new
+        // `utils.py`, a new `pyproject.toml`): start over.
+        lock(&self.shared.answers).clear();
+        lock(&self.shared.roots).clear();
+    }
+
+    /// Use `text` in place of the file at `path` (an unsaved editor buffer), or go back to the
+    /// file on disk with `None`.
+    pub fn set_overlay(&self, path: &Path, text: Option<String>) {
+        {
+            let mut overlays = self.shared.overlays.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+            match text {
+                Some(text) => overlays.insert(canonical(path), text),
+                None => overlays.remove(&canonical(path)),
+            };
+        }
+        self.invalidate(path);
+    }
+
+    fn resolve(&self, file_dir: &Path, name: &DottedName<'_>, hops: usize) -> Answer {
+        let bases = if name.is_relative() {
+            match resolve::relative_base(file_dir, name.level) {
+                Some(base) => vec![base],
+                None => return Answer::definite(ProjectLookup::Missing),
+            }
+        } else {
+            resolve::absolute_bases(file_dir, &self.root_of(file_dir))
+        };
+        // Longest module first: `pkg.sub.func` is function `func` of `pkg/sub.py` before it is
+        // method `sub.func` of `pkg/__init__.py`. A relative import may name the package itself
+        // (`from . import helper`).
+        let shortest_module = usize::from(!name.is_relative());
+        let member_lengths = 1..=2.min(name.parts.len());
+        for member_len in member_lengths {
+            let module_len = name.parts.len() - member_len;
+            if module_len < shortest_module {
+                break;
+            }
+            let (module_parts, member) = name.parts.split_at(module_len);
+            for base in &bases {
+                if let Some(file) = resolve::module_file(base, module_parts, |p| self.exists(p)) {
+                    return self.member_of(&canonical(&file), member, hops);
+                }
+            }
+        }
+        let in_project = name.is_relative()
+            || bases.iter().any(|base| resolve::names_project_module(base, name.parts[0]))
+            || hops > 0;
+        Answer::definite(if in_project { ProjectLookup::Missing } else { ProjectLookup::NotInProject })
+    }
+
+    /// The summary of `member` (`func` or `Class.method`) of the module in `file`.
+    fn member_of(&self, file: &Path, member: &[&str], hops: usize) -> Answer {
+        let Some((module, complete)) = self.module(file) else {
+            return Answer { lookup: ProjectLookup::Missing, cacheable: false, consulted: vec![file.to_path_buf()] };
+        };
+        let mut answer = self.member_answer(&module, file, member, hops);
+        answer.cacheable &= complete;
+        answer.consulted.push(file.to_path_buf());
+        answer
+    }
+
+    fn member_answer(&self, module: &ModuleSummaries, file: &Path, member: &[&str], hops: usize) -> Answer {
+        if module.unavailable {
+            return Answer::definite(ProjectLookup::Missing);
+        }
+        if let Some(summary) = module.functions.get(&member.join(".")) {
+            return Answer::definite(ProjectLookup::Found(summary.clone()));
+        }
+        if let [class] = member
+            && let Some(shape) = module.classes.get(*class)
+        {
+            // A constructor call: what `__init__` does. Without one, a class with no base does
+            // nothing on construction; one with a base does what the base does, unseen here.
+            return Answer::definite(match module.functions.get(&format!("{class}.__init__")) {
+                Some(init) => ProjectLookup::Found(init.clone()),
+                None if !shape.has_bases => ProjectLookup::Found(FunctionSummary::default()),
+                None => ProjectLookup::Missing,
+            });
+        }
+        // A name the module imports from elsewhere: `from .engine import train_one_epoch` in a
+        // package's `__init__.py`.
+        if hops < MAX_REEXPORT_HOPS
+            && let Some(binding) = module.imports.binding(member[0])
+        {
+            let mut qualified = binding.qualified.clone();
+            for rest in &member[1..] {
+                qualified.push('.');
+                qualified.push_str(rest);
+            }
+            let target = DottedName::parse(&qualified);
+            if target.is_relative() || !names::is_known_library(&qualified) {
+                let Some(dir) = file.parent() else { return Answer::definite(ProjectLookup::Missing) };
+                let answer = self.resolve(dir, &target, hops + 1);
+                return match answer.lookup {
+                    ProjectLookup::NotInProject => Answer { lookup: ProjectLookup::Missing, ..answer },
+                    _ => answer,
+                };
+            }
+        }
+        Answer::definite(ProjectLookup::Missing)
+    }
+
+    /// The summaries of the module in `file` (a canonical path), computed on first use, and
+    /// whether they are complete. `None` when the module cannot be summarised on this call path:
+    /// it is already being summarised (a cycle), or the chain is too deep.
+    fn module(&self, file: &Path) -> Option<(Arc<ModuleSummaries>, bool)> {
+        if let Some(position) = self.chain.iter().position(|m| m == file) {
+            self.cycle_floor.fetch_min(position, Ordering::Relaxed);
+            return None;
+        }
+        if let Some(known) = lock(&self.shared.modules).get(file) {
+            return Some((Arc::clone(known), true));
+        }
+        if let Some((known, floor)) = lock(&self.provisional).get(file) {
+            self.cycle_floor.fetch_min(*floor, Ordering::Relaxed);
+            return Some((Arc::clone(known), false));
+        }
+        if self.chain.len() >= MAX_SUMMARY_DEPTH {
+            return None;
+        }
+        let position = self.chain.len();
+        let Some(text) = self.read(file) else {
+            let unavailable = Arc::new(ModuleSummaries::unavailable());
+            lock(&self.shared.modules).insert(file.to_path_buf(), Arc::clone(&unavailable));
+            return Some((unavailable, true));
+        };
+        let mut chain = self.chain.clone();
+        chain.push(file.to_path_buf());
+        let nested = ProjectIndex {
+            shared: Arc::clone(&self.shared),
+            chain,
+            // An outermost summary starts a fresh set of provisional summaries.
+            provisional: if position == 0 { Arc::default() } else { Arc::clone(&self.provisional) },
+            cycle_floor: AtomicUsize::new(usize::MAX),
+        };
+        let summaries = Arc::new(ModuleSummaries::summarize(&text, file, &nested));
+        let floor = nested.cycle_floor.load(Ordering::Relaxed);
+        if floor < position {
+            // A cycle through a module further up: complete only once that one is.
+            self.cycle_floor.fetch_min(floor, Ordering::Relaxed);
+            lock(&self.provisional).insert(file.to_path_buf(), (Arc::clone(&summaries), floor));
+            return Some((summaries, false));
+        }
+        let mut modules = lock(&self.shared.modules);
+        Some((Arc::clone(modules.entry(file.to_path_buf()).or_insert(summaries)), true))
+    }
+
+    /// The text of a module: the editor's buffer if there is one, else the file, unless it is
+    /// too large to be a hand-written module.
+    fn read(&self, file: &Path) -> Option<String> {
+        if let Some(text) = self.overlay(file) {
+            return Some(text);
+        }
+        let metadata = std::fs::metadata(file).ok()?;
+        if metadata.len() > MAX_MODULE_BYTES {
+            return None;
+        }
+        let bytes = std::fs::read(file).ok()?;
+        Some(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    fn overlay(&self, file: &Path) -> Option<String> {
+        let overlays = self.shared.overlays.read().unwrap_or_else(|poisoned| poisoned.into_inner());
+        overlays.get(file).cloned()
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        path.is_file() || {
+            let overlays = self.shared.overlays.read().unwrap_or_else(|poisoned| poisoned.into_inner());
+            !overlays.is_empty() && overlays.contains_key(&canonical(path))
+        }
+    }
+
+    fn folder_of(&self, file: &Path) -> Option<PathBuf> {
+        if let Some(folder) = lock(&self.shared.folders).get(file) {
+            return Some(folder.clone());
+        }
+        let folder = folder_of(file)?;
+        lock(&self.shared.folders).insert(file.to_path_buf(), folder.clone());
+        Some(folder)
+    }
+
+    fn root_of(&self, dir: &Path) -> PathBuf {
+        if let Some(root) = lock(&self.shared.roots).get(dir) {
+            return root.clone();
+        }
+        let root = resolve::project_root(dir);
+        lock(&self.shared.roots).insert(dir.to_path_buf(), root.clone());
+        root
+    }
+}
+
+/// The absolute folder of a file, as the key for everything looked up from it.
+fn folder_of(file: &Path) -> Option<PathBuf> {
+    let absolute = std::path::absolute(file).ok()?;
+    let dir = absolute.parent()?;
+    Some(std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf()))
+}
+
+/// One key per file however it was reached (`./utils.py`, a symlink, `pkg/../utils.py`).
+fn canonical(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).or_else(|_| std::path::absolute(path)).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// A poisoned lock only means another thread panicked mid-lint; the maps stay consistent (each
+/// insert is one call), so carry on with them.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }

@@ -106,7 +106,7 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
         return;
     }
     let Some(kind) = large_model_kind(model, node) else { return };
-    if model_reaches_unseen_helper(model, node) {
+    if model_reaches_unseen_helper(model, node) || returned_to_another_module(model, node) {
         return;
     }
     let fix = enable_after_load(model, node, kind);
@@ -188,6 +188,48 @@ fn model_reaches_unseen_helper(model: &Model<'_>, load: Node<'_>) -> bool {
                 .chain(&ast::keyword_args(*call))
                 .any(|a| model.node_text(*a).contains(name))
     })
+}
+
+/// The load sits in a factory that returns the model (`def setup_model(name): ... return model,
+/// tokenizer`) and nothing in this file calls it: the caller lives in another module and decides
+/// about checkpointing there (pytorch/examples' FSDP T5 example wraps the model and applies
+/// activation checkpointing in its main script).
+fn returned_to_another_module<'a>(model: &Model<'a>, load: Node<'a>) -> bool {
+    let Some(function) = ast::enclosing_function(load) else { return false };
+    let Some(name) = ast::function_name(function, model.text) else { return false };
+    let target = load_target(load).map(|t| model.node_text(t));
+    let called_here = model
+        .calls_named(name)
+        .iter()
+        .any(|call| matches!(model.resolve_call(*call), CallTarget::Local(f) if f.id() == function.id()));
+    !called_here && returns_loaded_model(model, function, load, target)
+}
+
+/// Whether a `return` of `function` (not of a nested function) hands back the loaded model: the
+/// load call itself, or the name it was assigned to, alone or in a tuple.
+fn returns_loaded_model(model: &Model<'_>, function: Node<'_>, load: Node<'_>, target: Option<&str>) -> bool {
+    let mut stack = vec![function];
+    let mut cursor = function.walk();
+    while let Some(node) = stack.pop() {
+        if node.kind() == "return_statement" {
+            let Some(value) = node.named_child(0) else { continue };
+            let returned: Vec<Node<'_>> = match value.kind() {
+                "expression_list" | "tuple" => {
+                    let mut items = value.walk();
+                    value.named_children(&mut items).collect()
+                }
+                _ => vec![value],
+            };
+            if returned.iter().any(|r| ast::contains(*r, load) || target.is_some_and(|t| model.node_text(*r) == t)) {
+                return true;
+            }
+            continue;
+        }
+        if node.id() == function.id() || !ast::is_function_boundary(node) {
+            stack.extend(node.named_children(&mut cursor).collect::<Vec<_>>());
+        }
+    }
+    false
 }
 
 /// `model` in `model = AutoModel...from_pretrained(...)` (possibly with `.to(...)` chained).

@@ -2,11 +2,25 @@
 
 pub mod edits;
 
+mod alloc_conf_after_cuda_init;
+mod cublas_handle_leak;
+mod deprecated_cuda_amp;
+mod device_map_auto_without_max_memory;
 mod empty_cache_before_release;
 mod empty_cache_in_step_loop;
+mod eval_without_no_grad;
+mod graph_kept_across_iterations;
+mod invalid_alloc_conf;
 mod missing_autocast;
 mod missing_gradient_checkpointing;
 mod missing_set_device;
+mod missing_zero_grad;
+mod retain_graph_in_loop;
+mod tensor_stored_on_module;
+mod torch_load_to_saved_device;
+mod unknown_cuda_env_var;
+mod unscaled_gradient_accumulation;
+mod zero_grad_keeps_buffers;
 
 use tree_sitter::Node;
 
@@ -73,10 +87,24 @@ pub struct Rule {
 #[rustfmt::skip] // One row per line keeps additions from different branches apart.
 pub static RULES: &[&Rule] = &[
     &missing_set_device::RULE,
+    &torch_load_to_saved_device::RULE,
+    &device_map_auto_without_max_memory::RULE,
     &empty_cache_in_step_loop::RULE,
     &empty_cache_before_release::RULE,
+    &alloc_conf_after_cuda_init::RULE,
+    &invalid_alloc_conf::RULE,
     &missing_gradient_checkpointing::RULE,
     &missing_autocast::RULE,
+    &deprecated_cuda_amp::RULE,
+    &graph_kept_across_iterations::RULE,
+    &eval_without_no_grad::RULE,
+    &tensor_stored_on_module::RULE,
+    &retain_graph_in_loop::RULE,
+    &missing_zero_grad::RULE,
+    &unscaled_gradient_accumulation::RULE,
+    &zero_grad_keeps_buffers::RULE,
+    &cublas_handle_leak::RULE,
+    &unknown_cuda_env_var::RULE,
 ];
 
 pub fn by_code(code: &str) -> Option<&'static Rule> {

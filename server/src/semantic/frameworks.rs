@@ -31,6 +31,9 @@ pub struct Frameworks {
     pub peft_kbit_checkpointing: bool,
     /// apex `amp.initialize(...)`.
     pub apex_amp: bool,
+    /// FSDP mixed precision: `MixedPrecision(...)` / `MixedPrecisionPolicy(...)` built, or passed
+    /// to `FullyShardedDataParallel(mixed_precision=...)` / `fully_shard(mp_policy=...)`.
+    pub fsdp_mixed_precision: bool,
 }
 
 impl Frameworks {
@@ -43,6 +46,7 @@ impl Frameworks {
             || self.deepspeed
             || self.deepspeed_precision
             || self.apex_amp
+            || self.fsdp_mixed_precision
     }
 
     /// A framework places the model on the device.
@@ -86,11 +90,19 @@ impl Frameworks {
                 }
                 ("lightning" | "pytorch_lightning" | "lightning_fabric", "Fabric") => frameworks.fabric = true,
                 ("deepspeed", "initialize" | "init_inference") => frameworks.deepspeed = true,
-                ("peft", "prepare_model_for_kbit_training") => {
+                // `prepare_model_for_int8_training` is the older name of the same function
+                // (peft < 0.5); both enable checkpointing unless told not to.
+                ("peft", "prepare_model_for_kbit_training" | "prepare_model_for_int8_training") => {
                     frameworks.peft_kbit_checkpointing |= ast::keyword_arg(*call, "use_gradient_checkpointing", source)
                         .is_none_or(|v| !ast::is_literal_off(v, source));
                 }
                 ("apex", "initialize") => frameworks.apex_amp = true,
+                ("torch", "MixedPrecision" | "MixedPrecisionPolicy") if qualified.starts_with("torch.distributed.") => {
+                    frameworks.fsdp_mixed_precision = true;
+                }
+                ("torch", "FullyShardedDataParallel" | "fully_shard") => {
+                    frameworks.fsdp_mixed_precision |= switch_on(*call, &["mixed_precision", "mp_policy"], model);
+                }
                 _ => {}
             }
         }

@@ -23,6 +23,8 @@ pub struct Imports {
     bindings: HashMap<String, Binding>,
     /// Every import statement, in order, with the modules it names.
     pub statements: Vec<ImportStatement>,
+    /// Modules imported with `from module import *`, in order (`.utils` for a relative one).
+    pub wildcard_modules: Vec<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -69,6 +71,9 @@ impl Imports {
                 let Some(module_node) = node.child_by_field_name("module_name") else { return };
                 let module = text(module_node, source).to_owned();
                 let mut cursor = node.walk();
+                if node.named_children(&mut cursor).any(|c| c.kind() == "wildcard_import") {
+                    self.wildcard_modules.push(module.clone());
+                }
                 for name in node.children_by_field_name("name", &mut cursor) {
                     let (imported, local) = match name.kind() {
                         "dotted_name" => (text(name, source), text(name, source)),

@@ -25,7 +25,7 @@ pub struct LoopInfo<'a> {
 }
 
 /// Names of functions that evaluate rather than train.
-fn is_eval_function_name(name: &str) -> bool {
+pub fn is_eval_function_name(name: &str) -> bool {
     let name = name.trim_start_matches('_').to_ascii_lowercase();
     ["eval", "valid", "test", "predict", "infer", "generate", "sample", "benchmark"].iter().any(|p| name.starts_with(p))
         || name.ends_with("_eval")
@@ -108,6 +108,10 @@ impl<'a> Model<'a> {
             _ => return false,
         };
         if self.qualified_name(target).is_some() {
+            return false;
+        }
+        // `model.modules()` and friends walk the module tree; they do not run the model.
+        if matches!(name, "modules" | "named_modules" | "add_module" | "register_module" | "get_submodule") {
             return false;
         }
         let lower = name.to_ascii_lowercase();

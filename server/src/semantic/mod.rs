@@ -7,11 +7,15 @@
 
 pub mod ast;
 mod contexts;
+mod cuda_init;
+pub mod environ;
 mod frameworks;
 pub mod imports;
 mod loops;
 pub mod names;
+mod star_imports;
 pub mod summary;
+pub mod training;
 
 use std::cell::OnceCell;
 use std::collections::HashMap;
@@ -23,7 +27,7 @@ use crate::project::ProjectLookup;
 pub use contexts::with_items as contexts_with_items;
 pub use frameworks::Frameworks;
 use imports::Imports;
-pub use loops::{LoopInfo, LoopKind};
+pub use loops::{LoopInfo, LoopKind, is_eval_function_name};
 pub use summary::FunctionSummary;
 
 use ast::text;
@@ -191,7 +195,7 @@ impl<'a> Model<'a> {
                 if let Some(binding) = self.imports.binding(name) {
                     return self.resolve_imported(&binding.qualified.clone());
                 }
-                self.local_function(name).map_or(CallTarget::Dynamic, CallTarget::Local)
+                self.local_function(name).map_or_else(|| self.resolve_star_imported(name), CallTarget::Local)
             }
             "attribute" => {
                 let object = function.child_by_field_name("object");

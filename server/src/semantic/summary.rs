@@ -49,7 +49,9 @@ pub(super) fn summarize<'a>(model: &Model<'a>, function: Node<'a>) -> FunctionSu
         summary.calls_set_device |= model.call_resolves_to(call, names::SET_DEVICE);
         summary.enables_checkpointing |= names::CHECKPOINT_METHODS.contains(&name)
             || model.call_resolves_to(call, names::CHECKPOINT_FUNCTIONS)
-            || model.call_qualified_name(call).is_some_and(|q| q == "peft.prepare_model_for_kbit_training");
+            || model.call_qualified_name(call).is_some_and(|q| {
+                q == "peft.prepare_model_for_kbit_training" || q == "peft.prepare_model_for_int8_training"
+            });
         summary.zeroes_grads |= name == "zero_grad";
         summary.enters_autocast |= model.is_autocast(call);
         match model.resolve_call(call) {

@@ -184,8 +184,13 @@ mod protocol_tests {
     async fn a_change_to_an_unknown_document_is_logged_and_the_server_goes_on() {
         let (mut client, _) = TestClient::start(basic_capabilities(), json!({})).await;
         client.notify("textDocument/didChange", edit(&uri("nope.py"), 2, (0, 0), (0, 0), "x")).await;
-        let log = client.wait_for(|m| m["method"] == "window/logMessage").await;
-        assert!(log["params"]["message"].as_str().unwrap().contains("not open"), "{log}");
+        let log = client
+            .wait_for(|m| {
+                m["method"] == "window/logMessage"
+                    && m["params"]["message"].as_str().is_some_and(|text| text.contains("nope.py"))
+            })
+            .await;
+        assert!(log["params"]["message"].as_str().unwrap().contains("which is not open"), "{log}");
         client.shutdown().await;
     }
 }

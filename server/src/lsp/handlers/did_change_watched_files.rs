@@ -23,7 +23,37 @@ pub async fn did_change_watched_files(context: &ServerContext, params: DidChange
 mod tests {
     use serde_json::json;
 
-    use crate::lsp::testing::{TestClient, basic_capabilities, uri};
+    use crate::lsp::testing::{TRAINING_SCRIPT, TestClient, basic_capabilities, uri};
+
+    fn codes(diagnostics: &[serde_json::Value]) -> Vec<&str> {
+        diagnostics.iter().map(|d| d["code"].as_str().unwrap()).collect()
+    }
+
+    #[tokio::test]
+    async fn the_project_configuration_applies_and_reloads_when_it_changes() {
+        let project = tempfile::tempdir().unwrap();
+        let config = project.path().join("culint.toml");
+        std::fs::write(&config, "select = [\"CUL2\"]\nignore = [\"CUL202\"]\n").unwrap();
+        std::fs::create_dir(project.path().join("src")).unwrap();
+        let script = project.path().join("src").join("train.py");
+        let file = tower_lsp_server::ls_types::Uri::from_file_path(&script).unwrap().as_str().to_owned();
+
+        let (mut client, _) = TestClient::start(basic_capabilities(), json!({})).await;
+        client.open(&file, TRAINING_SCRIPT).await;
+        assert_eq!(codes(&client.diagnostics(&file, 1).await), ["CUL201"]);
+
+        std::fs::write(&config, "select = [\"CUL2\"]\n").unwrap();
+        let config_uri = tower_lsp_server::ls_types::Uri::from_file_path(&config).unwrap();
+        client.notify("workspace/didChangeWatchedFiles", json!({"changes": [{"uri": config_uri, "type": 2}]})).await;
+        assert_eq!(codes(&client.diagnostics(&file, 1).await), ["CUL202", "CUL201"]);
+
+        std::fs::write(&config, "select = [\"CUL2\"\n").unwrap();
+        client.notify("workspace/didChangeWatchedFiles", json!({"changes": [{"uri": config_uri, "type": 2}]})).await;
+        let problem = client.wait_for(|m| m["method"] == "window/showMessage").await;
+        let message = problem["params"]["message"].as_str().unwrap();
+        assert!(message.contains("culint.toml") && message.contains("invalid TOML"), "{message}");
+        client.shutdown().await;
+    }
 
     #[tokio::test]
     async fn a_changed_config_file_relints_open_documents() {
@@ -34,7 +64,12 @@ mod tests {
         let changes = json!({"changes": [{"uri": uri("culint.toml"), "type": 2}]});
         client.notify("workspace/didChangeWatchedFiles", changes).await;
         assert_eq!(client.diagnostics(&file, 1).await.len(), 1, "published again after the change");
-        let log = client.wait_for(|m| m["method"] == "window/logMessage").await;
+        let log = client
+            .wait_for(|m| {
+                m["method"] == "window/logMessage"
+                    && m["params"]["message"].as_str().is_some_and(|text| text.contains("configuration changed"))
+            })
+            .await;
         assert!(log["params"]["message"].as_str().unwrap().contains("culint.toml"), "{log}");
         client.shutdown().await;
     }

@@ -5,6 +5,7 @@ use tower_lsp_server::jsonrpc::{Error, Result};
 use tower_lsp_server::ls_types::{Hover, HoverContents, HoverParams, MarkupContent, MarkupKind};
 
 use crate::diagnostic::Diagnostic;
+use crate::knowledge::{self, Lang};
 use crate::lsp::context::{ServerContext, unknown_document};
 use crate::lsp::position::PositionMapper;
 use crate::rules::{RULES, Rule};
@@ -14,9 +15,9 @@ use crate::text::TextRange;
 pub async fn hover(context: &ServerContext, params: HoverParams) -> Result<Option<Hover>> {
     let uri = params.text_document_position_params.text_document.uri;
     let position = params.text_document_position_params.position;
-    let (snapshot, encoding) = {
+    let (snapshot, encoding, lang) = {
         let session = context.session.lock();
-        (session.snapshot(&uri).ok_or_else(|| unknown_document(&uri))?, session.features.encoding)
+        (session.snapshot(&uri).ok_or_else(|| unknown_document(&uri))?, session.features.encoding, session.lang)
     };
     let offset = PositionMapper::new(&snapshot.text, encoding)
         .offset(position)
@@ -24,7 +25,7 @@ pub async fn hover(context: &ServerContext, params: HoverParams) -> Result<Optio
 
     let input = snapshot.clone();
     if let Some((range, markdown)) =
-        context.blocking("hover", move || suppression_code_hover(&input.text, &input.tree, offset)).await?
+        context.blocking("hover", move || suppression_code_hover(&input.text, &input.tree, offset, lang)).await?
     {
         return Ok(Some(markdown_hover(markdown, range, &snapshot.text, encoding)));
     }
@@ -33,7 +34,7 @@ pub async fn hover(context: &ServerContext, params: HoverParams) -> Result<Optio
     if linted.revision != snapshot.revision {
         return Ok(None);
     }
-    let Some((range, markdown)) = diagnostic_hover(&diagnostics, offset) else { return Ok(None) };
+    let Some((range, markdown)) = diagnostic_hover(&diagnostics, offset, lang) else { return Ok(None) };
     Ok(Some(markdown_hover(markdown, range, &snapshot.text, encoding)))
 }
 
@@ -50,7 +51,7 @@ fn markdown_hover(
 }
 
 /// Docs of the rules flagged at `offset`, the narrowest finding's range first.
-pub fn diagnostic_hover(diagnostics: &[Diagnostic], offset: usize) -> Option<(TextRange, String)> {
+pub fn diagnostic_hover(diagnostics: &[Diagnostic], offset: usize, lang: Lang) -> Option<(TextRange, String)> {
     let mut hits: Vec<&Diagnostic> = diagnostics
         .iter()
         .filter(|d| {
@@ -68,7 +69,7 @@ pub fn diagnostic_hover(diagnostics: &[Diagnostic], offset: usize) -> Option<(Te
             new
         })
         .map(|d| match crate::rules::by_code(&d.code) {
-            Some(rule) => rule_markdown(rule),
+            Some(rule) => rule_markdown(rule, lang),
             None => format!("**{}**: {}", d.code, d.message),
         })
         .collect();
@@ -77,14 +78,19 @@ pub fn diagnostic_hover(diagnostics: &[Diagnostic], offset: usize) -> Option<(Te
 
 /// The doc of the rule a code in `# culint: ignore[...]` or `# noqa: ...` names; a prefix lists
 /// the rules it covers.
-pub fn suppression_code_hover(text: &str, tree: &tree_sitter::Tree, offset: usize) -> Option<(TextRange, String)> {
+pub fn suppression_code_hover(
+    text: &str,
+    tree: &tree_sitter::Tree,
+    offset: usize,
+    lang: Lang,
+) -> Option<(TextRange, String)> {
     let comment = comments(text, tree).into_iter().find(|c| c.start <= offset && offset <= c.end)?;
     let &(start, end) = comment.code_ranges.iter().find(|(start, end)| *start <= offset && offset <= *end)?;
     let selector = &text[start..end];
     let matching: Vec<&Rule> = RULES.iter().copied().filter(|r| selector_matches(selector, r.code, r.name)).collect();
     let markdown = match matching.as_slice() {
         [] => format!("`{selector}` matches no culint rule, so this part of the comment has no effect."),
-        [rule] => rule_markdown(rule),
+        [rule] => rule_markdown(rule, lang),
         rules => {
             let list: Vec<String> = rules.iter().map(|r| format!("- **{}** `{}`", r.code, r.name)).collect();
             format!("`{selector}` covers {} rules:\n\n{}", rules.len(), list.join("\n"))
@@ -93,9 +99,15 @@ pub fn suppression_code_hover(text: &str, tree: &tree_sitter::Tree, offset: usiz
     Some((TextRange::new(start, end), markdown))
 }
 
-/// A rule's doc under a heading with its code and name, the same text as `culint rule`.
-pub fn rule_markdown(rule: &Rule) -> String {
-    format!("### {} `{}`\n\n{}", rule.code, rule.name, rule.doc.trim())
+/// A rule's doc under a heading with its code and name (the same text as `culint rule`), then
+/// the knowledge entry it links to: the runtime error this code leads to, and what works.
+pub fn rule_markdown(rule: &Rule, lang: Lang) -> String {
+    let mut markdown = format!("### {} `{}`\n\n{}", rule.code, rule.name, rule.doc.trim());
+    if let Some(entry) = rule.knowledge.and_then(|id| knowledge::builtin().entry(id)) {
+        markdown.push_str("\n\n---\n\n");
+        markdown.push_str(entry.to_markdown(lang).trim_end());
+    }
+    markdown
 }
 
 #[cfg(test)]
@@ -122,11 +134,14 @@ mod tests {
     fn hover_picks_the_narrowest_finding_under_the_cursor() {
         let outer = finding("CUL998", TextRange::new(0, 20));
         let inner = finding("CUL999", TextRange::new(5, 9));
-        let (range, markdown) = diagnostic_hover(&[outer, inner], 6).unwrap();
+        let (range, markdown) = diagnostic_hover(&[outer, inner], 6, Lang::En).unwrap();
         assert_eq!(range, TextRange::new(5, 9));
         assert!(markdown.starts_with("**CUL999**: CUL999 message"), "{markdown}");
         assert!(markdown.contains("**CUL998**"), "{markdown}");
-        assert!(diagnostic_hover(&[finding("CUL999", TextRange::new(5, 9))], 9).is_none(), "end is exclusive");
+        assert!(
+            diagnostic_hover(&[finding("CUL999", TextRange::new(5, 9))], 9, Lang::En).is_none(),
+            "end is exclusive"
+        );
     }
 
     #[test]
@@ -134,10 +149,10 @@ mod tests {
         let text = "x = 1  # culint: ignore[CUL999x]\n";
         let tree = parse(text, None);
         let at = text.find("999").unwrap();
-        let (range, markdown) = suppression_code_hover(text, &tree, at).unwrap();
+        let (range, markdown) = suppression_code_hover(text, &tree, at, Lang::En).unwrap();
         assert_eq!(&text[range.start..range.end], "CUL999x");
         assert!(markdown.contains("matches no culint rule"), "{markdown}");
-        assert!(suppression_code_hover(text, &tree, text.find("x =").unwrap()).is_none());
+        assert!(suppression_code_hover(text, &tree, text.find("x =").unwrap(), Lang::En).is_none());
     }
 }
 
@@ -159,6 +174,7 @@ mod protocol_tests {
         let markdown = result["contents"]["value"].as_str().unwrap();
         assert!(markdown.starts_with("### CUL201 `empty-cache-in-step-loop`"), "{markdown}");
         assert!(markdown.contains("## What it does"), "{markdown}");
+        assert!(markdown.contains("`cuda/oom-fragmentation`"), "the linked knowledge entry follows: {markdown}");
         assert_eq!(result["range"]["start"], position(10, 4));
         let nothing = client
             .request("textDocument/hover", json!({"textDocument": {"uri": file}, "position": position(8, 2)}))

@@ -9,6 +9,7 @@ use tower_lsp_server::ls_types::{
     WorkspaceFoldersServerCapabilities, WorkspaceServerCapabilities,
 };
 
+use crate::knowledge::Lang;
 use crate::lsp::capabilities::ClientFeatures;
 use crate::lsp::commands;
 use crate::lsp::context::ServerContext;
@@ -35,6 +36,8 @@ pub async fn initialize(context: &ServerContext, params: InitializeParams) -> Re
     session.settings = settings.into();
     session.workspace_folders = folders;
     session.pending_warnings.extend(problems.into_iter().map(|p| p.0));
+    session.lang = params.locale.as_deref().map_or(Lang::En, Lang::from_locale);
+    session.reload_configuration();
     Ok(InitializeResult {
         capabilities,
         server_info: Some(ServerInfo {

@@ -12,10 +12,14 @@ use crate::lsp::context::ServerContext;
 pub const CONFIG_FILE_GLOBS: &[&str] = &["**/pyproject.toml", "**/culint.toml"];
 
 pub async fn initialized(context: &ServerContext, _params: InitializedParams) {
-    let (features, warnings) = {
+    let (features, warnings, detect_hardware) = {
         let mut session = context.session.lock();
-        (session.features.clone(), std::mem::take(&mut session.pending_warnings))
+        (session.features.clone(), std::mem::take(&mut session.pending_warnings), session.settings.detect_hardware)
     };
+    if detect_hardware {
+        let context = context.clone();
+        tokio::spawn(async move { detect_gpu(&context).await });
+    }
     for warning in warnings {
         context.client.show_message(MessageType::WARNING, &warning).await;
         crate::lsp::log::write(&warning);
@@ -47,6 +51,33 @@ pub async fn initialized(context: &ServerContext, _params: InitializedParams) {
             .log(MessageType::WARNING, format!("culint: the client refused the configuration file watchers: {error}"))
             .await;
     }
+}
+
+/// Read the GPU's facts for the hardware-aware rules, without creating a CUDA context, and
+/// re-lint with them. No GPU is not a problem worth more than a log line.
+async fn detect_gpu(context: &ServerContext) {
+    let progress = crate::lsp::commands::probe::begin_progress(context, "culint: detecting the GPU").await;
+    let facts = context.blocking("GPU detection", || crate::probe::hardware_facts(None)).await;
+    let summary = match facts {
+        Ok(Ok(facts)) => {
+            let summary = format!(
+                "culint: {} GPU{} visible, {} GiB each, compute capability {}",
+                facts.gpus.unwrap_or(0),
+                if facts.gpus == Some(1) { "" } else { "s" },
+                facts.memory_bytes.map_or("?".to_owned(), |b| format!("{:.1}", b as f64 / f64::from(1u32 << 30))),
+                facts.compute_capability.map_or("?".to_owned(), |(major, minor)| format!("{major}.{minor}"))
+            );
+            context.session.lock().hardware = Some(facts);
+            context.refresh_diagnostics().await;
+            summary
+        }
+        Ok(Err(reason)) => format!("culint: no GPU facts for the hardware-aware rules: {reason}"),
+        Err(_) => "culint: GPU detection failed".to_owned(),
+    };
+    if let Some(progress) = progress {
+        progress.finish_with_message(summary.clone()).await;
+    }
+    context.log(MessageType::INFO, summary).await;
 }
 
 #[cfg(test)]

@@ -1,0 +1,243 @@
+"""Language-server latency and memory benchmark: culint server against ruff server.
+
+Latency: open a 10,000-line training script, then replay 1,000 single-character edits (typing
+and deleting comments and code, which leaves the file briefly unparsable as real typing does).
+After each didChange the client waits for the publishDiagnostics of exactly that version, so
+each sample is the keystroke-to-fresh-diagnostics time a user sees.
+
+Memory: open 1,000 different training scripts, wait until each has its diagnostics, and read
+the server's resident set size from /proc.
+
+Usage: bench.py --server "culint server" --server "ruff server" [--edits 1000] [--files 1000]
+Writes a JSON summary to stdout.
+"""
+
+import argparse
+import json
+import os
+import queue
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from corpus import training_script  # noqa: E402
+
+CAPABILITIES = {
+    "textDocument": {
+        "synchronization": {"didSave": False, "dynamicRegistration": False},
+        "publishDiagnostics": {"versionSupport": True, "relatedInformation": True},
+    },
+    "general": {"positionEncodings": ["utf-16"]},
+}
+
+
+class Connection:
+    """A JSON-RPC connection to a server process over stdio."""
+
+    def __init__(self, command, cwd):
+        self.process = subprocess.Popen(
+            command, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        )
+        self.messages = queue.Queue()
+        self.next_id = 0
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        stream = self.process.stdout
+        while True:
+            length = None
+            while True:
+                line = stream.readline()
+                if not line:
+                    return
+                line = line.strip()
+                if not line:
+                    break
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":")[1])
+            body = stream.read(length)
+            # The arrival time is taken here, before any queueing in the client.
+            self.messages.put((time.perf_counter(), json.loads(body)))
+
+    def send(self, message):
+        body = json.dumps(message).encode()
+        self.process.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.process.stdin.flush()
+
+    def notify(self, method, params):
+        self.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def request(self, method, params):
+        self.next_id += 1
+        request_id = self.next_id
+        self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        return self.wait(lambda m: m.get("id") == request_id and "method" not in m)[1].get("result")
+
+    def wait(self, wanted, timeout=60):
+        deadline = time.perf_counter() + timeout
+        while True:
+            remaining = deadline - time.perf_counter()
+            if remaining <= 0:
+                raise TimeoutError("the server sent nothing matching in time")
+            arrived, message = self.messages.get(timeout=remaining)
+            if "method" in message and "id" in message:
+                # A request from the server (registration, configuration, progress): accept it.
+                result = [None] * len(message["params"].get("items", [])) if message["method"] == "workspace/configuration" else None
+                self.send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+                continue
+            if wanted(message):
+                return arrived, message
+
+    def wait_diagnostics(self, uri, version):
+        return self.wait(
+            lambda m: m.get("method") == "textDocument/publishDiagnostics"
+            and m["params"]["uri"] == uri
+            and m["params"].get("version") == version
+        )
+
+    def rss_bytes(self):
+        with open(f"/proc/{self.process.pid}/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+        raise RuntimeError("no VmRSS")
+
+    def close(self):
+        try:
+            self.request("shutdown", None)
+            self.notify("exit", None)
+            self.process.wait(timeout=10)
+        except Exception:
+            self.process.kill()
+
+
+def start_server(command, root):
+    connection = Connection(shlex.split(command), root)
+    connection.request(
+        "initialize",
+        {"processId": os.getpid(), "rootUri": Path(root).as_uri(), "capabilities": CAPABILITIES},
+    )
+    connection.notify("initialized", {})
+    return connection
+
+
+def edits(text, count):
+    """Single-character edits: type a comment or a code fragment at the end of a line in a
+    training loop, then delete it again, cycling over lines through the whole file."""
+    lines = text.split("\n")
+    targets = [i for i, line in enumerate(lines) if line.strip().startswith(("loss = ", "running += ", "logits = "))]
+    fragments = ["  # warm up", " * 2"]
+    produced = []
+    cycle = 0
+    while len(produced) < count:
+        line = targets[(cycle * 97) % len(targets)]
+        fragment = fragments[cycle % len(fragments)]
+        column = len(lines[line])
+        for i, char in enumerate(fragment):
+            produced.append((line, column + i, column + i, char))
+        for i in reversed(range(len(fragment))):
+            produced.append((line, column + i, column + i + 1, ""))
+        cycle += 1
+    return produced[:count]
+
+
+def percentile(samples, share):
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(round(share * (len(ordered) - 1))))]
+
+
+def latency(command, edit_count):
+    with tempfile.TemporaryDirectory() as root:
+        path = Path(root) / "train.py"
+        text = training_script(10_000)
+        path.write_text(text)
+        uri = path.as_uri()
+        connection = start_server(command, root)
+        connection.notify(
+            "textDocument/didOpen",
+            {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}},
+        )
+        connection.wait_diagnostics(uri, 1)
+        samples = []
+        for version, (line, start, end, char) in enumerate(edits(text, edit_count), start=2):
+            change = {
+                "range": {"start": {"line": line, "character": start}, "end": {"line": line, "character": end}},
+                "text": char,
+            }
+            sent = time.perf_counter()
+            connection.notify(
+                "textDocument/didChange",
+                {"textDocument": {"uri": uri, "version": version}, "contentChanges": [change]},
+            )
+            arrived, _ = connection.wait_diagnostics(uri, version)
+            samples.append((arrived - sent) * 1000)
+        rss = connection.rss_bytes()
+        connection.close()
+    return {
+        "edits": len(samples),
+        "file_lines": 10_000,
+        "file_bytes": len(text.encode()),
+        "p50_ms": round(percentile(samples, 0.50), 2),
+        "p90_ms": round(percentile(samples, 0.90), 2),
+        "p99_ms": round(percentile(samples, 0.99), 2),
+        "max_ms": round(max(samples), 2),
+        "mean_ms": round(statistics.fmean(samples), 2),
+        "rss_mb_after": round(rss / 2**20, 1),
+    }
+
+
+def memory(command, file_count):
+    with tempfile.TemporaryDirectory() as root:
+        connection = start_server(command, root)
+        baseline = connection.rss_bytes()
+        uris = []
+        total_bytes = 0
+        for i in range(file_count):
+            text = training_script(200 + (i % 5) * 100, seed=i)
+            total_bytes += len(text.encode())
+            path = Path(root) / f"train_{i:04}.py"
+            path.write_text(text)
+            uri = path.as_uri()
+            uris.append(uri)
+            connection.notify(
+                "textDocument/didOpen",
+                {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}},
+            )
+        pending = set(uris)
+        while pending:
+            _, message = connection.wait(lambda m: m.get("method") == "textDocument/publishDiagnostics")
+            pending.discard(message["params"]["uri"])
+        time.sleep(0.5)
+        rss = connection.rss_bytes()
+        connection.close()
+    return {
+        "files": file_count,
+        "source_mb": round(total_bytes / 2**20, 1),
+        "rss_mb_idle": round(baseline / 2**20, 1),
+        "rss_mb": round(rss / 2**20, 1),
+    }
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--server", action="append", required=True, help="server command line")
+    parser.add_argument("--edits", type=int, default=1000)
+    parser.add_argument("--files", type=int, default=1000)
+    args = parser.parse_args()
+    results = {}
+    for command in args.server:
+        print(f"benchmarking {command} ...", file=sys.stderr)
+        results[command] = {"latency": latency(command, args.edits), "memory": memory(command, args.files)}
+        print(json.dumps(results[command]), file=sys.stderr)
+    json.dump(results, sys.stdout, indent=2)
+    print()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,117 @@
+"""Deterministic PyTorch training scripts for the language-server benchmark.
+
+`training_script(lines)` builds one long script out of realistic blocks (data loading, models,
+training loops, evaluation, checkpointing), some with the patterns culint reports, so that
+every edit is linted with real findings around it.
+"""
+
+import random
+
+HEADER = '''"""Training entry point (generated for culint's latency benchmark)."""
+import math
+import os
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.data import DataLoader
+
+device = "cuda" if torch.cuda.is_available() else "cpu"
+
+'''
+
+BLOCKS = [
+    '''
+class Block{n}(nn.Module):
+    def __init__(self, width={width}):
+        super().__init__()
+        self.norm = nn.LayerNorm(width)
+        self.up = nn.Linear(width, 4 * width)
+        self.down = nn.Linear(4 * width, width)
+
+    def forward(self, x):
+        h = self.norm(x)
+        h = F.gelu(self.up(h))
+        return x + self.down(h)
+''',
+    '''
+def train_epoch_{n}(model, loader, optimizer, scheduler):
+    model.train()
+    running = 0.0
+    for step, (inputs, targets) in enumerate(loader):
+        inputs, targets = inputs.to(device), targets.to(device)
+        with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
+            logits = model(inputs)
+            loss = F.cross_entropy(logits, targets)
+        loss.backward()
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad(set_to_none=True)
+        running += loss.item()
+        if step % {every} == 0:
+            print(f"step {{step}} loss {{running / (step + 1):.4f}}")
+    return running
+''',
+    '''
+def train_leaky_{n}(model, loader, optimizer):
+    losses = []
+    for batch in loader:
+        out = model(batch["input_ids"].cuda())
+        loss = out.loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        torch.cuda.empty_cache()
+        losses.append(loss.item())
+    return sum(losses) / max(len(losses), 1)
+''',
+    '''
+@torch.no_grad()
+def evaluate_{n}(model, loader):
+    model.eval()
+    correct = total = 0
+    for inputs, targets in loader:
+        logits = model(inputs.to(device))
+        correct += (logits.argmax(-1) == targets.to(device)).sum().item()
+        total += targets.numel()
+    return correct / max(total, 1)
+''',
+    '''
+def release_{n}(model, optimizer):
+    torch.cuda.empty_cache()
+    del model, optimizer
+''',
+    '''
+def save_checkpoint_{n}(model, optimizer, path, epoch):
+    state = {{
+        "epoch": epoch,
+        "model": model.state_dict(),
+        "optimizer": optimizer.state_dict(),
+    }}
+    tmp = path + ".tmp"
+    torch.save(state, tmp)
+    os.replace(tmp, path)
+
+
+def cosine_lr_{n}(step, warmup={warmup}, total=100_000, base=3e-4):
+    if step < warmup:
+        return base * step / warmup
+    progress = (step - warmup) / max(1, total - warmup)
+    return base * 0.5 * (1.0 + math.cos(math.pi * progress))
+''',
+]
+
+
+def training_script(lines: int, seed: int = 0) -> str:
+    rng = random.Random(seed)
+    parts = [HEADER]
+    count = HEADER.count("\n")
+    n = 0
+    while count < lines:
+        block = rng.choice(BLOCKS).format(n=n, width=rng.choice([256, 512, 768]), every=rng.choice([50, 100]),
+                                          warmup=rng.choice([500, 1000, 2000]))
+        parts.append(block)
+        count += block.count("\n")
+        n += 1
+    text = "".join(parts)
+    return "\n".join(text.split("\n")[:lines]) + "\n"

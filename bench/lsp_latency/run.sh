@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Latency and memory of `culint server` against `ruff server` (see bench.py). Builds culint in
+# release mode and installs ruff into a venv under the cache directory.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+venv="${CULINT_E2E_CACHE:-$HOME/.cache/culint-e2e}/bench-venv"
+
+if [ ! -x "$venv/bin/ruff" ]; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check ruff
+fi
+(cd "$repo" && cargo build --release --quiet --bin culint)
+
+python3 "$here/bench.py" --server "$repo/target/release/culint server" --server "$venv/bin/ruff server" "$@"

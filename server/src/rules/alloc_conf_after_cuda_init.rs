@@ -1,0 +1,363 @@
+//! CUL203 alloc-conf-after-cuda-init.
+
+use tree_sitter::Node;
+
+use super::{Candidate, FixAvailability, Rule, edits};
+use crate::cuda_env::alloc_conf;
+use crate::diagnostic::Severity;
+use crate::fix::{Applicability, Edit, Fix};
+use crate::lint::Checker;
+use crate::semantic::environ::EnvSetting;
+use crate::semantic::{Model, ast};
+use crate::text::{TextRange, line_ending};
+
+pub const RULE: Rule = Rule {
+    code: "CUL203",
+    name: "alloc-conf-after-cuda-init",
+    severity: Severity::Warning,
+    fix: FixAvailability::Sometimes,
+    query: include_str!("../../../queries/python/alloc_conf_after_cuda_init.scm"),
+    triggers: &["ALLOC_CONF"],
+    check,
+    doc: DOC,
+    knowledge: Some("cuda/oom-fragmentation"),
+    deprecated: false,
+    needs_hardware: false,
+};
+
+const DOC: &str = r#"# alloc-conf-after-cuda-init (CUL203)
+
+## What it does
+Flags code that sets `PYTORCH_CUDA_ALLOC_CONF` or `PYTORCH_ALLOC_CONF` (through
+`os.environ[...] =`, `os.environ.setdefault`, `os.environ.update` or `os.putenv`) after CUDA has
+been initialised, in execution order.
+
+CUDA is initialised by any CUDA tensor (`.cuda()`, `.to("cuda")`, a factory with a CUDA device,
+a model loaded with a CUDA `device_map`), by `torch.cuda.set_device`, `current_device`,
+`get_device_name`, `get_device_capability`, `get_device_properties`, `is_bf16_supported`,
+`synchronize`, `mem_get_info`, and by entering `with torch.cuda.device(...)`. It is **not**
+initialised by `import torch`, `is_available()`, `device_count()`, `manual_seed_all()`,
+`memory_allocated()`, `empty_cache()`, `torch.device("cuda")`, `torch.backends.*` flags or
+`torch.amp.GradScaler("cuda")`; setting the variable after those is fine. (Checked on a GPU with
+torch 2.11.)
+
+## Why is this bad?
+The caching allocator reads its configuration once, when CUDA is initialised. A setting made
+later is silently ignored: `expandable_segments:True` or `max_split_size_mb` never take effect,
+and the fragmentation they were meant to prevent still ends in an out-of-memory error.
+
+The `backend:` key (`backend:cudaMallocAsync`) is stricter: it is read when torch is imported.
+Set after `import torch`, it makes CUDA initialisation fail, so it must come before the import.
+
+## Example
+```python
+import os
+import torch
+
+model = Net().cuda()
+os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
+```
+
+## Use instead
+```python
+import os
+
+os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
+import torch
+
+model = Net().cuda()
+```
+Or set the variable in the shell that launches the script.
+
+## Fix safety
+The fix moves the statement to the top of the module, right after `import os` and before
+`import torch`. It is safe when every value it sets is a literal and the statement runs
+unconditionally. It is unsafe under an `if`, a loop or a `try`, because the setting then applies
+on every run, and when the file names the variable more than once, because moving one setting
+can change which one wins. A value computed at run time (`args.alloc_conf`) cannot move, so there
+is no fix.
+
+## References
+- Knowledge entry: `cuda/oom-fragmentation` (`culint explain`)
+- PyTorch: CUDA semantics, optimizing memory usage with `PYTORCH_CUDA_ALLOC_CONF` — https://pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf
+"#;
+
+/// The variables the caching allocator reads its configuration from.
+pub const ALLOC_CONF_VARIABLES: &[&str] = &["PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"];
+
+/// Packages whose import imports torch, so `backend:` set after them comes too late.
+const IMPORT_TORCH: &[&str] =
+    &["torch", "torchvision", "torchaudio", "accelerate", "lightning", "pytorch_lightning", "deepspeed", "timm"];
+
+fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
+    let model = checker.model;
+    let settings = model.env_settings(candidate.node);
+    let Some(setting) = settings.iter().find(|s| ALLOC_CONF_VARIABLES.contains(&s.name)) else { return };
+    let sets_backend = setting.literal_value(model).is_some_and(|v| names_backend(&v));
+    let torch_import = if sets_backend { torch_imported_before(model, setting.node) } else { None };
+    let (message, related) = if let Some(import) = torch_import {
+        let message = format!(
+            "`backend` in `{}` is read when torch is imported: set after the import, it makes CUDA initialisation fail",
+            setting.name
+        );
+        (message, (import, "torch is imported here"))
+    } else if let Some(init) = model.cuda_initialised_before(setting.node) {
+        let message = format!("`{}` is set after CUDA is initialised, so the allocator never reads it", setting.name);
+        (message, (init, "CUDA is initialised here"))
+    } else {
+        return;
+    };
+    let fix = move_to_top(model, setting, &settings);
+    let diagnostic = checker.report_node(setting.node, message);
+    diagnostic.with_related(TextRange::of(related.0), related.1);
+    if let Some(fix) = fix {
+        diagnostic.with_fix(fix);
+    }
+}
+
+/// Whether an allocator config string sets the `backend` key.
+fn names_backend(config: &str) -> bool {
+    alloc_conf::options(config).iter().any(|option| option.key == "backend")
+}
+
+/// The import of torch (or of a package that imports it) that runs before `node`: earlier at
+/// module level, or at module level at all when `node` sits in a function (functions run after
+/// the module's imports), or earlier in the same function.
+fn torch_imported_before<'a>(model: &Model<'a>, node: Node<'a>) -> Option<Node<'a>> {
+    let function = ast::enclosing_function(node).map(|f| f.id());
+    model
+        .imports
+        .statements
+        .iter()
+        .filter(|statement| {
+            statement.modules.iter().any(|m| IMPORT_TORCH.contains(&m.split('.').next().unwrap_or_default()))
+        })
+        .filter_map(|statement| {
+            model.tree.root_node().descendant_for_byte_range(statement.range.start_byte, statement.range.end_byte)
+        })
+        .find(|import| {
+            let scope = ast::enclosing_function(*import).map(|f| f.id());
+            match (scope, function) {
+                (None, Some(_)) => statement_is_unconditional(*import),
+                (None, None) | (Some(_), Some(_)) => scope == function && ast::precedes(*import, node),
+                (Some(_), None) => false,
+            }
+        })
+}
+
+fn statement_is_unconditional(statement: Node<'_>) -> bool {
+    statement.parent().is_some_and(|p| p.kind() == "module")
+}
+
+/// Move the statement right after `import os` and before the first import of torch.
+fn move_to_top(model: &Model<'_>, setting: &EnvSetting<'_>, all: &[EnvSetting<'_>]) -> Option<Fix> {
+    let text = model.text;
+    let statement = setting.statement();
+    let whole_statement = statement.kind() == "expression_statement"
+        && statement.named_child_count() == 1
+        && statement.named_child(0).is_some_and(|c| c.id() == setting.node.id());
+    if !whole_statement || !sets_only_literals(model, setting.node, all) {
+        return None;
+    }
+    let (removal, moved) = edits::take_statement(text, statement)?;
+    let insertion = insertion_at_top(model, setting, &moved)?;
+    if removal.range.intersects(insertion.range) || removal.range.start == insertion.range.start {
+        return None;
+    }
+    // With several settings of the variable, moving one can change which of them wins.
+    let set_once = ALLOC_CONF_VARIABLES.iter().map(|v| text.matches(v).count()).sum::<usize>() == 1;
+    let applicability =
+        if runs_unconditionally(statement) && set_once { Applicability::Safe } else { Applicability::Unsafe };
+    let title = format!("Set `{}` at the top of the module, before `import torch`", setting.name);
+    Some(Fix::new(title, applicability, vec![removal, insertion]))
+}
+
+/// Every value the call or assignment sets is a literal, so it can run before anything else.
+fn sets_only_literals(model: &Model<'_>, node: Node<'_>, all: &[EnvSetting<'_>]) -> bool {
+    let values_literal = all.iter().all(|s| s.value.is_some_and(|v| is_constant(model, v)));
+    let arguments_parsed = match node.kind() {
+        "call" => ast::arguments(node).is_some_and(|args| {
+            let mut cursor = args.walk();
+            args.named_children(&mut cursor).filter(|a| a.kind() != "comment").all(|a| match a.kind() {
+                "dictionary" => {
+                    let mut pairs = a.walk();
+                    a.named_children(&mut pairs).filter(|p| p.kind() != "comment").all(|p| p.kind() == "pair")
+                }
+                _ => true,
+            })
+        }),
+        _ => true,
+    };
+    !all.is_empty() && values_literal && arguments_parsed && all.len() == expected_settings(node)
+}
+
+/// How many variables the statement's syntax sets, to notice keys that are not literal names.
+fn expected_settings(node: Node<'_>) -> usize {
+    match node.kind() {
+        "call" => {
+            let args = ast::positional_args(node);
+            match args.first() {
+                Some(dictionary) if dictionary.kind() == "dictionary" => {
+                    let mut cursor = dictionary.walk();
+                    dictionary.named_children(&mut cursor).filter(|p| p.kind() == "pair").count()
+                        + ast::keyword_args(node).len()
+                }
+                Some(_) => 1,
+                None => ast::keyword_args(node).len(),
+            }
+        }
+        _ => 1,
+    }
+}
+
+fn is_constant(model: &Model<'_>, value: Node<'_>) -> bool {
+    match value.kind() {
+        "string" => ast::string_value(value, model.text).is_some(),
+        "concatenated_string" => {
+            let mut cursor = value.walk();
+            value.named_children(&mut cursor).all(|part| is_constant(model, part))
+        }
+        "integer" | "float" | "true" | "false" => true,
+        _ => false,
+    }
+}
+
+/// At module level, or directly in a function body: not under a condition, loop or `try`.
+fn runs_unconditionally(statement: Node<'_>) -> bool {
+    let Some(parent) = statement.parent() else { return false };
+    parent.kind() == "module"
+        || (parent.kind() == "block" && parent.parent().is_some_and(|p| p.kind() == "function_definition"))
+}
+
+/// The insertion of the moved statement: right after the top-level import that binds the name it
+/// uses (`os`, `environ`), when that comes before torch is imported; otherwise right before the
+/// first torch import, together with the import it needs.
+fn insertion_at_top(model: &Model<'_>, setting: &EnvSetting<'_>, moved: &str) -> Option<Edit> {
+    let text = model.text;
+    let eol = line_ending(text);
+    let environ_name = environ_root(setting.node)?;
+    let binding = model.imports.binding(model.node_text(environ_name))?;
+    let root = model.tree.root_node();
+    let binding_import = root
+        .descendant_for_byte_range(binding.statement.start_byte, binding.statement.end_byte)
+        .filter(|n| matches!(n.kind(), "import_statement" | "import_from_statement"))
+        .filter(|n| statement_is_unconditional(*n));
+    let first_torch_import = {
+        let mut cursor = root.walk();
+        root.named_children(&mut cursor).find(|child| imports_torch(model, *child))
+    };
+    match (binding_import, first_torch_import) {
+        (Some(import), torch) if torch.is_none_or(|t| ast::precedes(import, t)) => {
+            Some(edits::insert_line_after(text, import, "", moved))
+        }
+        (_, Some(torch)) => {
+            let import_line = import_line_for(model.node_text(environ_name), &binding.qualified)?;
+            edits::insert_line_before(text, torch, &format!("{import_line}{eol}{moved}"))
+        }
+        (None, None) => {
+            let import_line = import_line_for(model.node_text(environ_name), &binding.qualified)?;
+            let mut insertion = edits::add_import(model, &import_line);
+            let at_line_start = insertion.content.ends_with('\n');
+            insertion.content = if at_line_start {
+                format!("{import_line}{eol}{moved}{eol}")
+            } else {
+                format!("{eol}{import_line}{eol}{moved}")
+            };
+            Some(insertion)
+        }
+        _ => None,
+    }
+}
+
+/// Whether a top-level statement imports torch or a package that imports it.
+fn imports_torch(model: &Model<'_>, statement: Node<'_>) -> bool {
+    matches!(statement.kind(), "import_statement" | "import_from_statement")
+        && model.imports.statements.iter().any(|s| {
+            s.range.start_byte == statement.start_byte()
+                && s.modules.iter().any(|m| IMPORT_TORCH.contains(&m.split('.').next().unwrap_or_default()))
+        })
+}
+
+/// The name the statement reaches `os` through: `os` in `os.environ[...]`, `environ`, `putenv`.
+fn environ_root(node: Node<'_>) -> Option<Node<'_>> {
+    let target = match node.kind() {
+        "assignment" => node.child_by_field_name("left")?.child_by_field_name("value")?,
+        _ => ast::callee(node)?,
+    };
+    ast::root_identifier(target)
+}
+
+/// An import that binds `local` to `qualified` (`os`, `os.environ` or `os.putenv`).
+fn import_line_for(local: &str, qualified: &str) -> Option<String> {
+    let alias = |name: &str| if name == local { String::new() } else { format!(" as {local}") };
+    match qualified {
+        "os" => Some(format!("import os{}", alias("os"))),
+        "os.environ" => Some(format!("from os import environ{}", alias("environ"))),
+        "os.putenv" => Some(format!("from os import putenv{}", alias("putenv"))),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::fix::{Applicability, apply_fixes};
+    use crate::lint::{LintContext, LintSettings, RuleSet, lint_text};
+
+    fn findings(source: &str) -> Vec<crate::diagnostic::Diagnostic> {
+        let settings = LintSettings { rules: RuleSet::from_selectors(&["CUL203"]), ..Default::default() };
+        lint_text(source, LintContext::default(), &settings)
+    }
+
+    fn applicability(source: &str) -> Option<Applicability> {
+        let found = findings(source);
+        assert_eq!(found.len(), 1, "{source}");
+        found[0].fix.as_ref().map(|f| f.applicability)
+    }
+
+    const PREAMBLE: &str = "import os\nimport torch\n\nx = torch.ones(1).cuda()\n";
+
+    #[test]
+    fn literal_set_once_and_unconditionally_is_safe() {
+        let source = format!("{PREAMBLE}os.environ[\"PYTORCH_CUDA_ALLOC_CONF\"] = \"expandable_segments:True\"\n");
+        assert_eq!(applicability(&source), Some(Applicability::Safe));
+        let fix = findings(&source).remove(0).fix.unwrap();
+        let fixed = apply_fixes(&source, [&fix], Applicability::Safe).text;
+        assert_eq!(
+            fixed,
+            "import os\nos.environ[\"PYTORCH_CUDA_ALLOC_CONF\"] = \"expandable_segments:True\"\nimport torch\n\nx = torch.ones(1).cuda()\n"
+        );
+    }
+
+    #[test]
+    fn conditional_or_repeated_settings_are_unsafe() {
+        let conditional = format!(
+            "{PREAMBLE}if x.numel():\n    os.environ[\"PYTORCH_CUDA_ALLOC_CONF\"] = \"expandable_segments:True\"\n"
+        );
+        assert_eq!(applicability(&conditional), Some(Applicability::Unsafe));
+        let repeated = format!(
+            "# PYTORCH_CUDA_ALLOC_CONF is also set by the launcher\n{PREAMBLE}os.environ[\"PYTORCH_CUDA_ALLOC_CONF\"] = \"expandable_segments:True\"\n"
+        );
+        assert_eq!(applicability(&repeated), Some(Applicability::Unsafe));
+    }
+
+    #[test]
+    fn computed_values_cannot_move() {
+        let source = format!("{PREAMBLE}os.environ[\"PYTORCH_CUDA_ALLOC_CONF\"] = conf\n");
+        assert_eq!(applicability(&source), None);
+        let update = format!(
+            "{PREAMBLE}os.environ.update({{\"PYTORCH_CUDA_ALLOC_CONF\": \"expandable_segments:True\", **extra}})\n"
+        );
+        assert_eq!(applicability(&update), None);
+    }
+
+    #[test]
+    fn crlf_line_endings_are_kept() {
+        let source = "import os\r\nimport torch\r\nx = torch.ones(1).cuda()\r\nos.environ[\"PYTORCH_CUDA_ALLOC_CONF\"] = \"expandable_segments:True\"\r\n";
+        let fix = findings(source).remove(0).fix.unwrap();
+        let fixed = apply_fixes(source, [&fix], Applicability::Safe).text;
+        assert_eq!(
+            fixed,
+            "import os\r\nos.environ[\"PYTORCH_CUDA_ALLOC_CONF\"] = \"expandable_segments:True\"\r\nimport torch\r\nx = torch.ones(1).cuda()\r\n"
+        );
+    }
+}

@@ -1,0 +1,143 @@
+//! CUL103 device-map-auto-without-max-memory.
+
+use tree_sitter::Node;
+
+use super::{Candidate, FixAvailability, Rule};
+use crate::diagnostic::Severity;
+use crate::fix::{Edit, Fix};
+use crate::hardware::HardwareFacts;
+use crate::lint::Checker;
+use crate::semantic::{Model, ast};
+
+pub const RULE: Rule = Rule {
+    code: "CUL103",
+    name: "device-map-auto-without-max-memory",
+    severity: Severity::Info,
+    fix: FixAvailability::DisplayOnly,
+    query: include_str!("../../../queries/python/device_map_auto_without_max_memory.scm"),
+    triggers: &["device_map"],
+    check,
+    doc: DOC,
+    knowledge: Some("cuda/oom-other-processes"),
+    deprecated: false,
+    needs_hardware: false,
+};
+
+const DOC: &str = r#"# device-map-auto-without-max-memory (CUL103)
+
+## What it does
+Flags `from_pretrained(..., device_map="auto")` of a transformers, diffusers or peft class that
+passes no `max_memory`.
+
+## Why is this bad?
+With `device_map="auto"` and no budget, accelerate places weights on the first GPU until it is
+nearly full before it moves on to the next one (or to the CPU). The weights fit, but nothing is
+left on that GPU for activations, the KV cache or generation, so the first long batch or prompt
+runs out of memory there while the other devices still have room.
+
+Not flagged: calls that pass `max_memory` (also through `**kwargs`), and a `device_map` that is
+a variable or a setting other than `"auto"`.
+
+## Example
+```python
+model = AutoModelForCausalLM.from_pretrained(name, device_map="auto")
+```
+
+## Use instead
+```python
+model = AutoModelForCausalLM.from_pretrained(
+    name, device_map="auto", max_memory={0: "60GiB", 1: "70GiB", "cpu": "200GiB"}
+)
+```
+Leave GPU 0 the most headroom: it also holds the inputs and the outputs.
+
+## Fix safety
+There is no automatic fix: the right budget depends on the GPUs and on the workload. A
+display-only fix shows a `max_memory` template, filled with about 85% of each GPU's memory when
+the GPUs are known (from `culint probe` or `--gpus`/`--gpu-memory`).
+
+## References
+- Knowledge entry: `cuda/oom-other-processes` (`culint explain`)
+- Transformers: big model inference, `device_map` and `max_memory` — https://huggingface.co/docs/accelerate/usage_guides/big_modeling
+- Transformers: `PreTrainedModel.from_pretrained` — https://huggingface.co/docs/transformers/main_classes/model#transformers.PreTrainedModel.from_pretrained
+"#;
+
+/// Libraries whose `from_pretrained` accepts `device_map` and `max_memory`.
+const LOADER_LIBRARIES: &[&str] = &["transformers", "diffusers", "peft", "auto_gptq", "optimum"];
+
+/// The share of a GPU's memory the template offers to the weights.
+const WEIGHT_SHARE_PERCENT: u64 = 85;
+
+fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
+    let model = checker.model;
+    let call = candidate.node;
+    if !is_library_from_pretrained(model, call) {
+        return;
+    }
+    let Some(device_map) = ast::keyword_arg(call, "device_map", model.text) else { return };
+    if ast::string_value(device_map, model.text).as_deref() != Some("auto") {
+        return;
+    }
+    if ast::keyword_arg(call, "max_memory", model.text).is_some() || ast::has_dictionary_splat(call) {
+        return;
+    }
+    let template = max_memory_template(checker.hardware);
+    let keyword = device_map.parent().expect("a keyword argument holds the value");
+    let fix = Fix::display_only(
+        "Give `from_pretrained` a `max_memory` budget that leaves headroom on each GPU",
+        vec![Edit::insertion(keyword.end_byte(), format!(", max_memory={template}"))],
+    );
+    checker
+        .report_node(
+            call,
+            "`device_map=\"auto\"` without `max_memory` fills the first GPU and leaves no room for activations",
+        )
+        .with_fix(fix);
+}
+
+/// `AutoModelForCausalLM.from_pretrained(...)`, `transformers.AutoModel.from_pretrained(...)`:
+/// the receiver resolves to one of the loader libraries.
+fn is_library_from_pretrained(model: &Model<'_>, call: Node<'_>) -> bool {
+    let Some(qualified) = model.call_qualified_name(call) else { return false };
+    qualified.ends_with(".from_pretrained")
+        && LOADER_LIBRARIES.contains(&qualified.split('.').next().unwrap_or_default())
+}
+
+/// `{0: "68GiB", 1: "68GiB"}` for known GPUs, placeholders otherwise.
+fn max_memory_template(hardware: Option<&HardwareFacts>) -> String {
+    let known = hardware.and_then(|h| Some((h.gpus?, h.memory_bytes?)));
+    match known {
+        Some((gpus, bytes)) if gpus > 0 => {
+            let budget_gib = (bytes >> 30) * WEIGHT_SHARE_PERCENT / 100;
+            let devices: Vec<String> = (0..gpus).map(|i| format!("{i}: \"{budget_gib}GiB\"")).collect();
+            format!("{{{}}}", devices.join(", "))
+        }
+        _ => "{0: \"<GiB for GPU 0>\", \"cpu\": \"<GiB of RAM>\"}".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::fix::Applicability;
+    use crate::hardware::HardwareFacts;
+    use crate::lint::{LintContext, LintSettings, RuleSet, lint_text};
+
+    const SOURCE: &str = "from transformers import AutoModel\nm = AutoModel.from_pretrained(n, device_map=\"auto\")\n";
+
+    fn fix_content(hardware: Option<HardwareFacts>) -> (Applicability, String) {
+        let settings = LintSettings { rules: RuleSet::from_selectors(&["CUL103"]), hardware, ..Default::default() };
+        let found = lint_text(SOURCE, LintContext::default(), &settings);
+        let fix = found[0].fix.as_ref().expect("a display-only template");
+        (fix.applicability, fix.edits[0].content.clone())
+    }
+
+    #[test]
+    fn template_is_display_only_and_uses_known_gpus() {
+        let (applicability, unknown) = fix_content(None);
+        assert_eq!(applicability, Applicability::DisplayOnly);
+        assert_eq!(unknown, ", max_memory={0: \"<GiB for GPU 0>\", \"cpu\": \"<GiB of RAM>\"}");
+        let two_80gb = HardwareFacts { gpus: Some(2), memory_bytes: Some(80 << 30), compute_capability: None };
+        let (_, known) = fix_content(Some(two_80gb));
+        assert_eq!(known, ", max_memory={0: \"68GiB\", 1: \"68GiB\"}");
+    }
+}

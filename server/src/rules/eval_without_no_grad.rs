@@ -1,0 +1,239 @@
+//! CUL402 eval-without-no-grad.
+
+use tree_sitter::Node;
+
+use super::{Candidate, FixAvailability, Rule, edits};
+use crate::diagnostic::Severity;
+use crate::fix::{Edit, Fix};
+use crate::lint::Checker;
+use crate::semantic::{LoopKind, Model, ast, is_eval_function_name};
+use crate::text::{TextRange, indentation_at, line_ending};
+
+pub const RULE: Rule = Rule {
+    code: "CUL402",
+    name: "eval-without-no-grad",
+    severity: Severity::Warning,
+    fix: FixAvailability::Sometimes,
+    query: include_str!("../../../queries/python/eval_without_no_grad.scm"),
+    triggers: &[
+        "eval",
+        "Eval",
+        "EVAL",
+        "valid",
+        "Valid",
+        "test",
+        "Test",
+        "predict",
+        "Predict",
+        "infer",
+        "Infer",
+        "generate",
+        "sample",
+        "benchmark",
+    ],
+    check,
+    doc: DOC,
+    knowledge: Some("cuda/oom-genuine"),
+    deprecated: false,
+    needs_hardware: false,
+};
+
+const DOC: &str = r#"# eval-without-no-grad (CUL402)
+
+## What it does
+Flags an eval loop that runs a model with autograd on. An eval loop is a loop with no
+`.backward()` and no optimizer step that calls a model, in a function named like
+`evaluate`/`validate`/`test*`/`predict*`/`infer*`, or after `model.eval()` in the same function.
+It is flagged when no `torch.no_grad()`, `torch.inference_mode()` or
+`torch.set_grad_enabled(False)` covers it: not as a `with` around the loop or around the model
+calls, not as a decorator of the function, and not around every call site of the function.
+
+Not flagged: loops that need gradients (`torch.autograd.grad`, `requires_grad_()`,
+`torch.enable_grad()`), Lightning's `validation_step`/`test_step`/`predict_step` (Lightning
+disables gradients there), loops that only call `model.generate(...)` (which disables them
+itself), and files that freeze parameters with `requires_grad_(False)`.
+
+## Why is this bad?
+`model.eval()` changes dropout and batch-norm behaviour; it does not turn autograd off. With
+autograd on, every layer saves its inputs for a backward pass that never comes, so evaluation
+holds the activation memory of training, and keeping the outputs (for metrics) keeps those graphs
+too. Evaluation runs out of memory at batch sizes that inference alone would handle easily.
+
+## Example
+```python
+def evaluate(model, loader):
+    model.eval()
+    for x, y in loader:
+        correct += (model(x).argmax(1) == y).sum()
+```
+
+## Use instead
+```python
+@torch.no_grad()
+def evaluate(model, loader):
+    model.eval()
+    for x, y in loader:
+        correct += (model(x).argmax(1) == y).sum()
+```
+
+## Fix safety
+The fix adds `@torch.no_grad()` to a dedicated eval function (one named like an eval function
+that runs no backward or optimizer step), or else wraps the loop in `with torch.no_grad():`. It
+is unsafe: code in the loop that needs gradients through a path the checker does not see would
+stop working. The loop is not wrapped when re-indenting would change a multi-line string, or
+when it yields.
+
+## References
+- Knowledge entry: `cuda/oom-genuine` (`culint explain`)
+- PyTorch: `torch.no_grad` — https://pytorch.org/docs/stable/generated/torch.no_grad.html
+- PyTorch: locally disabling gradient computation — https://pytorch.org/docs/stable/notes/autograd.html#locally-disabling-gradient-computation
+"#;
+
+/// Lightning hooks that Lightning already runs under `torch.no_grad()`.
+const NO_GRAD_HOOKS: &[&str] = &["validation_step", "test_step", "predict_step"];
+
+fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
+    let model = checker.model;
+    let node = candidate.node;
+    if !is_eval_loop(model, node) || inside_eval_loop(model, node) {
+        return;
+    }
+    let function = ast::enclosing_function(node);
+    let in_hook = function.is_some_and(|f| {
+        ast::method_class(f).is_some() && ast::function_name(f, model.text).is_some_and(|n| NO_GRAD_HOOKS.contains(&n))
+    });
+    if in_hook || needs_gradients(model, node) || grad_switched_off_before(model, node) || freezes_parameters(model) {
+        return;
+    }
+    let model_calls: Vec<Node<'a>> = model
+        .own_calls_within(node)
+        .filter(|c| model.calls_a_model(*c) && ast::callee_name(*c, model.text) != Some("generate"))
+        .collect();
+    if model_calls.is_empty() || model_calls.iter().all(|c| model.grad_disabled(*c)) {
+        return;
+    }
+    let fix = function
+        .filter(|f| is_dedicated_eval_function(model, *f))
+        .map_or_else(|| wrap_in_no_grad(model, node), |f| Some(decorate_with_no_grad(model, f)));
+    let header =
+        TextRange::new(node.start_byte(), node.child_by_field_name("body").map_or(node.end_byte(), |b| b.start_byte()));
+    let header_end = model.text[header.start..header.end].trim_end().len() + header.start;
+    let diagnostic = checker.report(
+        TextRange::new(header.start, header_end),
+        "This eval loop runs the model with autograd on: activations are kept for a backward that never comes",
+    );
+    if let Some(fix) = fix {
+        diagnostic.with_fix(fix);
+    }
+}
+
+fn is_eval_loop(model: &Model<'_>, node: Node<'_>) -> bool {
+    model.loop_info(node).is_some_and(|l| l.kind == LoopKind::Eval)
+}
+
+/// Report the outermost eval loop only: its fix covers the inner ones.
+fn inside_eval_loop(model: &Model<'_>, node: Node<'_>) -> bool {
+    let mut current = node.parent();
+    while let Some(n) = current {
+        if ast::is_function_boundary(n) {
+            return false;
+        }
+        if ast::is_loop(n) && is_eval_loop(model, n) {
+            return true;
+        }
+        current = n.parent();
+    }
+    false
+}
+
+/// The loop computes gradients on purpose: saliency maps, adversarial examples, gradient norms.
+fn needs_gradients(model: &Model<'_>, node: Node<'_>) -> bool {
+    model.calls_within(node).any(|call| {
+        matches!(ast::callee_name(call, model.text), Some("requires_grad_" | "retain_grad" | "enable_grad"))
+            || model.call_resolves_to(call, &["torch.autograd.grad", "torch.enable_grad", "torch.func.grad"])
+            || model.call_resolves_to(call, crate::semantic::names::SET_GRAD_ENABLED) && !model.is_grad_disabling(call)
+    })
+}
+
+/// `torch.set_grad_enabled(False)` as a statement earlier in the same function, or earlier at
+/// module level.
+fn grad_switched_off_before(model: &Model<'_>, node: Node<'_>) -> bool {
+    let function = ast::enclosing_function(node).map(|f| f.id());
+    model.calls_to(crate::semantic::names::SET_GRAD_ENABLED).any(|call| {
+        let scope = ast::enclosing_function(call).map(|f| f.id());
+        model.is_grad_disabling(call)
+            && call.parent().is_some_and(|p| p.kind() == "expression_statement")
+            && ast::precedes(call, node)
+            && (scope == function || scope.is_none())
+    })
+}
+
+/// `model.requires_grad_(False)` or `p.requires_grad = False` anywhere in the file: the
+/// parameters may be frozen, and then autograd records nothing.
+fn freezes_parameters(model: &Model<'_>) -> bool {
+    model.calls_named("requires_grad_").iter().any(|c| {
+        ast::positional_args(*c).first().is_some_and(|a| ast::is_literal_off(*a, model.text))
+            || ast::keyword_arg(*c, "requires_grad", model.text).is_some_and(|a| ast::is_literal_off(a, model.text))
+    }) || model.assignment_targets().iter().any(|(target, assignments)| {
+        target.ends_with(".requires_grad")
+            && assignments.iter().any(|a| a.child_by_field_name("right").is_some_and(|r| r.kind() == "false"))
+    })
+}
+
+/// A function named like an eval function that trains nothing, so decorating all of it is right.
+fn is_dedicated_eval_function(model: &Model<'_>, function: Node<'_>) -> bool {
+    let is_async = function.child(0).is_some_and(|c| c.kind() == "async");
+    let named_for_eval = ast::function_name(function, model.text).is_some_and(is_eval_function_name);
+    let trains = model.calls_within(function).any(|c| {
+        matches!(ast::callee_name(c, model.text), Some("backward" | "step" | "zero_grad" | "manual_backward"))
+    });
+    named_for_eval && !is_async && !trains
+}
+
+fn decorate_with_no_grad(model: &Model<'_>, function: Node<'_>) -> Fix {
+    let (torch, import) = edits::module_reference(model, "torch");
+    let name = ast::function_name(function, model.text).unwrap_or("the function");
+    let indent = indentation_at(model.text, function.start_byte());
+    let line_start = function.start_byte() - indent.len();
+    let mut fix_edits =
+        vec![Edit::insertion(line_start, format!("{indent}@{torch}.no_grad(){}", line_ending(model.text)))];
+    fix_edits.extend(import);
+    Fix::unsafe_edits(format!("Decorate `{name}` with `@{torch}.no_grad()`"), fix_edits)
+}
+
+fn wrap_in_no_grad(model: &Model<'_>, node: Node<'_>) -> Option<Fix> {
+    let lines = edits::own_lines(model.text, node)?;
+    if edits::has_multiline_string(model, lines) || yields(node) {
+        return None;
+    }
+    let (torch, import) = edits::module_reference(model, "torch");
+    let indent = indentation_at(model.text, node.start_byte());
+    let unit = edits::indent_unit(model.text, node);
+    let original = &model.text[lines.start..lines.end];
+    let eol = line_ending(model.text);
+    let mut body = edits::indent_lines(original, &unit);
+    if !body.ends_with('\n') {
+        body.push_str(eol);
+    }
+    let replacement = format!("{indent}with {torch}.no_grad():{eol}{body}");
+    let replacement =
+        if original.ends_with('\n') { replacement } else { replacement.trim_end_matches(['\r', '\n']).to_owned() };
+    let mut fix_edits = vec![Edit::replacement(lines, replacement)];
+    fix_edits.extend(import);
+    Some(Fix::unsafe_edits(format!("Wrap the eval loop in `with {torch}.no_grad():`"), fix_edits))
+}
+
+/// A `yield` in the loop: a `with` around it would leak no-grad mode to the generator's caller.
+fn yields(node: Node<'_>) -> bool {
+    let mut stack = vec![node];
+    let mut cursor = node.walk();
+    while let Some(n) = stack.pop() {
+        if n.kind() == "yield" {
+            return true;
+        }
+        if n.id() == node.id() || !ast::is_function_boundary(n) {
+            stack.extend(n.named_children(&mut cursor).collect::<Vec<_>>());
+        }
+    }
+    false
+}

@@ -1,0 +1,362 @@
+//! CUL401 graph-kept-across-iterations.
+
+use tree_sitter::Node;
+
+use super::{Candidate, FixAvailability, Rule};
+use crate::diagnostic::Severity;
+use crate::fix::{Edit, Fix};
+use crate::lint::Checker;
+use crate::semantic::training::mentions;
+use crate::semantic::{CallTarget, Model, ast};
+
+pub const RULE: Rule = Rule {
+    code: "CUL401",
+    name: "graph-kept-across-iterations",
+    severity: Severity::Warning,
+    fix: FixAvailability::Sometimes,
+    query: include_str!("../../../queries/python/graph_kept_across_iterations.scm"),
+    triggers: &["backward", "training_step"],
+    check,
+    doc: DOC,
+    knowledge: Some("cuda/oom-genuine"),
+    deprecated: false,
+    needs_hardware: false,
+};
+
+const DOC: &str = r#"# graph-kept-across-iterations (CUL401)
+
+## What it does
+Flags a step loop (or Lightning `training_step`) that keeps a tensor with autograd history past
+the iteration: `total += loss`, `total = total + loss`, `losses.append(loss)`,
+`outputs_list.append(logits)`, `history["loss"] = loss`, or `self.losses.append(loss)`. The value
+is a loss (what `.backward()` is called on, a criterion or `*_loss` call, `outputs.loss`) or a
+model output, not turned into a plain number or a detached tensor by `.item()`, `.detach()`,
+`float(...)`, `.tolist()` or `.cpu().numpy()`.
+
+Not flagged when the accumulator is itself backpropagated later (gradient accumulation by
+summing losses), when the accumulator is created afresh in each iteration, or when the loop runs
+under `torch.no_grad()` / `torch.inference_mode()`.
+
+## Why is this bad?
+A tensor that requires grad holds a reference to the graph that produced it. Keeping it in an
+accumulator that outlives the iteration keeps that graph alive: `total += loss` chains every
+step's graph onto the last, and a list of logits holds every batch's output tensor and its
+graph. Memory grows step after step until the job runs out of it, often hours in.
+
+## Example
+```python
+total_loss = 0
+for x, y in loader:
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+    total_loss += loss
+```
+
+## Use instead
+```python
+total_loss = 0
+for x, y in loader:
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+    total_loss += loss.detach()
+```
+`loss.item()` works too, at the cost of a device synchronisation per step.
+
+## Fix safety
+The fix appends `.detach()` to the kept value. It is safe: the kept value has the same data, and
+nothing backpropagates through the accumulator (the rule stays quiet when something does).
+
+## References
+- Knowledge entry: `cuda/oom-genuine` (`culint explain`)
+- PyTorch FAQ: "Don't accumulate history across your training loop" — https://pytorch.org/docs/stable/notes/faq.html#my-model-reports-cuda-runtime-error-2-out-of-memory
+- PyTorch: `torch.Tensor.detach` — https://pytorch.org/docs/stable/generated/torch.Tensor.detach.html
+"#;
+
+/// How many assignments back a name is traced to decide whether it carries a graph.
+const TRACE_DEPTH: usize = 5;
+
+/// Methods whose result carries no autograd history.
+const UNTRACKED_METHODS: &[&str] = &[
+    "item", "detach", "tolist", "numpy", "argmax", "argmin", "eq", "ne", "gt", "lt", "ge", "le", "size", "numel",
+    "dim", "long", "int", "bool", "sign", "round", "isnan", "isinf", "nonzero", "data_ptr",
+];
+
+/// Attributes that carry no autograd history.
+const UNTRACKED_ATTRIBUTES: &[&str] = &["data", "shape", "dtype", "device", "requires_grad", "grad", "ndim", "is_cuda"];
+
+/// Built-ins that turn a tensor into a Python value.
+const TO_PYTHON: &[&str] = &["float", "int", "bool", "len", "round", "str"];
+
+/// Built-ins whose result carries the history of their arguments.
+const COMBINING_BUILTINS: &[&str] = &["sum", "max", "min", "abs"];
+
+fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
+    let model = checker.model;
+    let node = candidate.node;
+    let Some((accumulator, value)) = kept_value(model, node) else { return };
+    let Some(scope) = model.step_scope(node) else { return };
+    if !outlives_iteration(model, scope, accumulator, node)
+        || model.grad_disabled(node)
+        || !carries_graph(model, scope, value, node, 0)
+        || accumulator_is_backpropagated(model, scope, accumulator)
+    {
+        return;
+    }
+    let statement = node.parent().filter(|p| p.kind() == "expression_statement").unwrap_or(node);
+    let fix = detach_fix(model, scope, value, node);
+    let diagnostic = checker.report_node(
+        statement,
+        format!(
+            "`{}` keeps `{}` and its autograd graph alive past the iteration",
+            model.node_text(accumulator),
+            model.node_text(value)
+        ),
+    );
+    if let Some(fix) = fix {
+        diagnostic.with_fix(fix);
+    }
+}
+
+/// The accumulator and the value kept in it, for each candidate shape.
+fn kept_value<'a>(model: &Model<'a>, node: Node<'a>) -> Option<(Node<'a>, Node<'a>)> {
+    match node.kind() {
+        "augmented_assignment" => Some((node.child_by_field_name("left")?, node.child_by_field_name("right")?)),
+        "assignment" => {
+            let left = node.child_by_field_name("left")?;
+            let right = node.child_by_field_name("right")?;
+            if left.kind() == "subscript" {
+                return Some((left.child_by_field_name("value")?, right));
+            }
+            let (a, b) = (right.child_by_field_name("left")?, right.child_by_field_name("right")?);
+            let target = model.node_text(left);
+            if model.node_text(a) == target {
+                Some((left, b))
+            } else if model.node_text(b) == target {
+                Some((left, a))
+            } else {
+                None
+            }
+        }
+        "call" => {
+            let receiver = ast::receiver(node)?;
+            match ast::positional_args(node)[..] {
+                [value] if ast::keyword_args(node).is_empty() => Some((receiver, value)),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// Whether the accumulator survives into the next iteration: an attribute of `self`, or a name
+/// that is not created afresh in the step body before this statement.
+fn outlives_iteration<'a>(model: &Model<'a>, scope: Node<'a>, accumulator: Node<'a>, at: Node<'a>) -> bool {
+    let Some(root) = ast::root_identifier(accumulator) else { return false };
+    let name = model.node_text(root);
+    if name == "self" {
+        return true;
+    }
+    if scope.kind() == "function_definition" {
+        // A local of `training_step` dies with the call; a module-level collection does not.
+        return model.imports.binding(name).is_none() && is_module_level(model, name, scope);
+    }
+    if loop_targets_between(model, scope, at).contains(&name) {
+        return false;
+    }
+    !model.assignments_to(name).iter().any(|a| a.id() != at.id() && ast::contains(scope, *a) && ast::precedes(*a, at))
+}
+
+/// A name assigned at module level and neither a parameter nor a local of `function`.
+fn is_module_level(model: &Model<'_>, name: &str, function: Node<'_>) -> bool {
+    let assignments = model.assignments_to(name);
+    assignments.iter().any(|a| ast::enclosing_function(*a).is_none())
+        && !assignments.iter().any(|a| ast::contains(function, *a))
+        && !is_parameter(model, function, name)
+}
+
+fn is_parameter(model: &Model<'_>, function: Node<'_>, name: &str) -> bool {
+    let Some(parameters) = function.child_by_field_name("parameters") else { return false };
+    mentions(parameters, model.text, name)
+}
+
+/// Names bound by the `for` targets of the step loop and of loops inside it around `at`.
+fn loop_targets_between<'a>(model: &Model<'a>, scope: Node<'a>, at: Node<'a>) -> Vec<&'a str> {
+    let mut names = Vec::new();
+    let mut current = Some(at);
+    while let Some(node) = current {
+        if node.kind() == "for_statement"
+            && let Some(left) = node.child_by_field_name("left")
+        {
+            names.extend(ast::target_names(left, model.text));
+        }
+        if node.id() == scope.id() {
+            break;
+        }
+        current = node.parent();
+    }
+    names
+}
+
+/// Whether a value carries autograd history: a loss, a model output, or something computed
+/// from one, not detached or turned into a Python number.
+fn carries_graph<'a>(model: &Model<'a>, scope: Node<'a>, value: Node<'a>, at: Node<'a>, depth: usize) -> bool {
+    if depth > TRACE_DEPTH {
+        return false;
+    }
+    let recurse = |v: Node<'a>| carries_graph(model, scope, v, at, depth + 1);
+    match value.kind() {
+        "parenthesized_expression" => value.named_child(0).is_some_and(recurse),
+        "binary_operator" => {
+            value.child_by_field_name("left").is_some_and(recurse)
+                || value.child_by_field_name("right").is_some_and(recurse)
+        }
+        "unary_operator" => value.child_by_field_name("argument").is_some_and(recurse),
+        "subscript" => value.child_by_field_name("value").is_some_and(recurse),
+        "tuple" | "list" | "conditional_expression" => {
+            let mut cursor = value.walk();
+            value.named_children(&mut cursor).collect::<Vec<_>>().into_iter().any(recurse)
+        }
+        "attribute" => {
+            let attribute = value.child_by_field_name("attribute").map_or("", |a| model.node_text(a));
+            let object = value.child_by_field_name("object");
+            if UNTRACKED_ATTRIBUTES.contains(&attribute) {
+                return false;
+            }
+            let is_loss = attribute == "loss" || attribute.ends_with("_loss");
+            (is_loss && object.is_some_and(|o| model.node_text(o) != "self")) || object.is_some_and(recurse)
+        }
+        "call" => {
+            // `loss = train_step(batch)`: what a local helper returns.
+            if let CallTarget::Local(function) = model.resolve_call(value) {
+                return returned_values(function)
+                    .into_iter()
+                    .any(|returned| carries_graph(model, function, returned, returned, depth + 1));
+            }
+            call_carries_graph(model, value, recurse)
+        }
+        "identifier" => {
+            let name = model.node_text(value);
+            is_backward_subject(model, scope, name) || last_assignment(model, name, at).is_some_and(recurse)
+        }
+        _ => false,
+    }
+}
+
+fn call_carries_graph<'a>(model: &Model<'a>, call: Node<'a>, recurse: impl Fn(Node<'a>) -> bool) -> bool {
+    let name = ast::callee_name(call, model.text).unwrap_or_default();
+    if UNTRACKED_METHODS.contains(&name) {
+        return false;
+    }
+    let function = ast::callee(call);
+    let is_builtin = function.is_some_and(|f| f.kind() == "identifier")
+        && model.imports.binding(name).is_none()
+        && model.functions_named(name).is_empty();
+    if is_builtin && TO_PYTHON.contains(&name) {
+        return false;
+    }
+    if model.calls_a_model(call) {
+        return true;
+    }
+    let lower = name.to_ascii_lowercase();
+    if lower.contains("loss") || lower.contains("criterion") || lower.contains("cross_entropy") || lower == "kl_div" {
+        return true;
+    }
+    if let Some(receiver) = ast::receiver(call).filter(|r| model.qualified_name(*r).is_none()) {
+        // A tensor method: `loss.mean()`, `logits.float()`, `loss.detach().cpu()`.
+        return recurse(receiver);
+    }
+    let combines = (is_builtin && COMBINING_BUILTINS.contains(&name))
+        || model.call_qualified_name(call).is_some_and(|q| q.starts_with("torch."));
+    combines && ast::positional_args(call).into_iter().any(recurse)
+}
+
+/// The expressions a function returns, not counting nested functions.
+fn returned_values(function: Node<'_>) -> Vec<Node<'_>> {
+    let mut values = Vec::new();
+    let mut stack = vec![function];
+    let mut cursor = function.walk();
+    while let Some(node) = stack.pop() {
+        if node.kind() == "return_statement" {
+            values.extend(node.named_child(0));
+        }
+        if node.id() == function.id() || !ast::is_function_boundary(node) {
+            stack.extend(node.named_children(&mut cursor).collect::<Vec<_>>());
+        }
+    }
+    values
+}
+
+/// `loss` in `loss.backward()` (or `scaler.scale(loss).backward()`) in the step body.
+fn is_backward_subject(model: &Model<'_>, scope: Node<'_>, name: &str) -> bool {
+    model.calls_named("backward").iter().filter(|c| ast::contains(scope, **c)).any(|c| {
+        model.backward_subject(*c).and_then(ast::root_identifier).is_some_and(|root| model.node_text(root) == name)
+    })
+}
+
+/// The right side of the last assignment to `name` before `at`, in the same function.
+fn last_assignment<'a>(model: &Model<'a>, name: &str, at: Node<'a>) -> Option<Node<'a>> {
+    let function = ast::enclosing_function(at).map(|f| f.id());
+    model
+        .assignments_to(name)
+        .iter()
+        .filter(|a| ast::enclosing_function(**a).map(|f| f.id()) == function && ast::precedes(**a, at))
+        .max_by_key(|a| a.start_byte())
+        .and_then(|a| a.child_by_field_name("right"))
+}
+
+/// The accumulator, or something computed from it, is backpropagated: `total.backward()`,
+/// `torch.stack(losses).mean().backward()`, `loss = sum(losses); loss.backward()`.
+fn accumulator_is_backpropagated<'a>(model: &Model<'a>, scope: Node<'a>, accumulator: Node<'a>) -> bool {
+    let name = model.node_text(accumulator);
+    let function = ast::enclosing_function(scope).unwrap_or_else(|| model.tree.root_node());
+    let uses_graph = model
+        .calls_named("backward")
+        .iter()
+        .chain(model.calls_named("grad").iter().filter(|c| model.call_resolves_to(**c, &["torch.autograd.grad"])))
+        .chain(model.calls_named("manual_backward"))
+        .copied()
+        .filter(|c| ast::contains(function, *c));
+    for call in uses_graph {
+        let subject = model.backward_subject(call).or_else(|| ast::positional_args(call).first().copied());
+        let Some(subject) = subject else { continue };
+        if mentions(subject, model.text, name) {
+            return true;
+        }
+        // One step of indirection: `loss = sum(losses)` then `loss.backward()`.
+        if let Some(root) = ast::root_identifier(subject)
+            && let Some(value) = last_assignment(model, model.node_text(root), call)
+            && mentions(value, model.text, name)
+        {
+            return true;
+        }
+    }
+    false
+}
+
+/// Append `.detach()` to the kept value (to each element of a kept tuple or list).
+fn detach_fix<'a>(model: &Model<'a>, scope: Node<'a>, value: Node<'a>, at: Node<'a>) -> Option<Fix> {
+    let targets: Vec<Node<'a>> = match value.kind() {
+        "tuple" | "list" => {
+            let mut cursor = value.walk();
+            let elements: Vec<Node<'a>> = value.named_children(&mut cursor).collect();
+            elements.into_iter().filter(|e| carries_graph(model, scope, *e, at, 0)).collect()
+        }
+        _ => vec![value],
+    };
+    let mut edits = Vec::new();
+    for target in targets {
+        match target.kind() {
+            "identifier" | "attribute" | "call" | "subscript" | "parenthesized_expression" => {
+                edits.push(Edit::insertion(target.end_byte(), ".detach()"));
+            }
+            "list_splat" | "dictionary_splat" | "keyword_argument" => return None,
+            _ => {
+                edits.push(Edit::insertion(target.start_byte(), "("));
+                edits.push(Edit::insertion(target.end_byte(), ").detach()"));
+            }
+        }
+    }
+    (!edits.is_empty()).then(|| Fix::safe("Keep a detached copy: append `.detach()`", edits))
+}

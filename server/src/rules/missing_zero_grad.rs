@@ -1,0 +1,203 @@
+//! CUL501 missing-zero-grad.
+
+use tree_sitter::Node;
+
+use super::{Candidate, FixAvailability, Rule, edits};
+use crate::diagnostic::Severity;
+use crate::fix::Fix;
+use crate::lint::Checker;
+use crate::semantic::training::{mentions, same_or_nested};
+use crate::semantic::{CallTarget, Model, ast};
+use crate::text::indentation_at;
+
+pub const RULE: Rule = Rule {
+    code: "CUL501",
+    name: "missing-zero-grad",
+    severity: Severity::Warning,
+    fix: FixAvailability::Sometimes,
+    query: include_str!("../../../queries/python/missing_zero_grad.scm"),
+    triggers: &[".step("],
+    check,
+    doc: DOC,
+    knowledge: None,
+    deprecated: false,
+    needs_hardware: false,
+};
+
+const DOC: &str = r#"# missing-zero-grad (CUL501)
+
+## What it does
+Flags the `step()` of an optimizer (`optimizer.step()` or `scaler.step(optimizer)`) in a step loop,
+or in Lightning's `training_step`, when nothing in that loop zeroes the optimizer's gradients.
+
+Zeroing is tracked per optimizer. It counts as `optimizer.zero_grad()`, `model.zero_grad()` on a
+model whose parameters the optimizer updates, a loop that sets `p.grad = None` (or calls
+`p.grad.zero_()`), or a helper called from the loop that does one of these. A GAN that zeroes only
+the discriminator's optimizer while stepping both is flagged for the generator's. When the loop
+calls a helper the checker cannot see, the rule stays quiet.
+
+## Why is this bad?
+`.backward()` adds into `.grad`; it never overwrites it. Without zeroing, every step applies the
+sum of all gradients so far, so updates grow without bound and training diverges. It wastes memory
+too: the gradients of every step stay allocated and are summed in place, so `set_to_none=True`
+(which frees them between steps) never gets a chance to return their memory.
+
+## Example
+```python
+for x, y in loader:
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+```
+
+## Use instead
+```python
+for x, y in loader:
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+```
+
+## Fix safety
+The fix inserts `optimizer.zero_grad(set_to_none=True)` right after the step. It is unsafe: code
+that deliberately accumulates gradients over several steps, or reads `.grad` after the step, would
+behave differently.
+
+## References
+- PyTorch: `torch.optim.Optimizer.zero_grad` — https://pytorch.org/docs/stable/generated/torch.optim.Optimizer.zero_grad.html
+- PyTorch: zeroing out gradients — https://pytorch.org/tutorials/recipes/recipes/zeroing_out_gradients.html
+"#;
+
+fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
+    let model = checker.model;
+    let call = candidate.node;
+    let Some(optimizer) = model.stepped_optimizer(call) else { return };
+    let Some(scope) = model.step_scope(call) else { return };
+    let name = model.node_text(optimizer);
+    let stepped_before = model
+        .own_calls_within(scope)
+        .take_while(|c| c.id() != call.id())
+        .any(|c| model.stepped_optimizer(c).is_some_and(|o| model.node_text(o) == name));
+    if stepped_before || zeroes_or_may_zero(model, scope, name) {
+        return;
+    }
+    let fix = insert_zero_grad(model, call, name);
+    let diagnostic = checker.report_node(
+        call,
+        format!("`{name}` is stepped in every iteration but its gradients are never zeroed, so they keep accumulating"),
+    );
+    if let Some(fix) = fix {
+        diagnostic.with_fix(fix);
+    }
+}
+
+/// Whether the step body zeroes `optimizer`'s gradients, or calls something that might.
+fn zeroes_or_may_zero<'a>(model: &Model<'a>, scope: Node<'a>, optimizer: &str) -> bool {
+    let others = other_optimizers(model, scope, optimizer);
+    let own_models = model.optimizer_models(optimizer);
+    let counts_for_this_optimizer = |receiver: &str| {
+        if receiver == optimizer || own_models.iter().any(|m| same_or_nested(receiver, m)) {
+            return true;
+        }
+        // Another optimizer, or a model only another optimizer updates: zeroing it leaves this
+        // optimizer's gradients alone.
+        !others.iter().any(|(other, models)| receiver == *other || models.iter().any(|m| same_or_nested(receiver, m)))
+    };
+    for call in model.own_calls_within(scope) {
+        let name = ast::callee_name(call, model.text).unwrap_or_default();
+        if name == "zero_grad" {
+            match ast::receiver(call) {
+                Some(receiver) if !counts_for_this_optimizer(model.node_text(receiver)) => {}
+                _ => return true,
+            }
+            continue;
+        }
+        if name == "zero_" && ast::receiver(call).is_some_and(|r| grad_of(model, r)) {
+            match parameter_owner(model, call, scope) {
+                Some(owner) if !counts_for_this_optimizer(owner) => {}
+                _ => return true,
+            }
+            continue;
+        }
+        match model.resolve_call(call) {
+            CallTarget::Local(function) if ast::enclosing_function(call).is_none_or(|f| f.id() != function.id()) => {
+                let summary = model.function_summary(function);
+                if summary.zeroes_grads || summary.calls_unseen {
+                    return true;
+                }
+            }
+            CallTarget::Project(summary) if summary.zeroes_grads || summary.calls_unseen => return true,
+            CallTarget::Unseen => return true,
+            CallTarget::Dynamic if name.contains("zero") => return true,
+            _ => {}
+        }
+    }
+    grad_set_to_none(model, scope).into_iter().any(|owner| owner.is_none_or(counts_for_this_optimizer))
+}
+
+/// The other optimizers the same step body steps, with the models each updates.
+fn other_optimizers<'a>(model: &Model<'a>, scope: Node<'a>, optimizer: &str) -> Vec<(&'a str, Vec<&'a str>)> {
+    let mut others: Vec<(&'a str, Vec<&'a str>)> = Vec::new();
+    for call in model.own_calls_within(scope) {
+        let Some(other) = model.stepped_optimizer(call).map(|o| model.node_text(o)) else { continue };
+        if other != optimizer && !others.iter().any(|(o, _)| *o == other) {
+            others.push((other, model.optimizer_models(other)));
+        }
+    }
+    others
+}
+
+/// `p.grad` or `p.grad.data`.
+fn grad_of(model: &Model<'_>, expression: Node<'_>) -> bool {
+    let text = model.node_text(expression);
+    expression.kind() == "attribute" && (text.ends_with(".grad") || text.ends_with(".grad.data"))
+}
+
+/// Every `x.grad = None` in the step body, with the model whose parameters the surrounding loop
+/// walks (`None` when that is not visible).
+fn grad_set_to_none<'a>(model: &Model<'a>, scope: Node<'a>) -> Vec<Option<&'a str>> {
+    let mut owners = Vec::new();
+    let mut stack = vec![scope];
+    let mut cursor = scope.walk();
+    while let Some(node) = stack.pop() {
+        if node.kind() == "assignment"
+            && node.child_by_field_name("left").is_some_and(|l| grad_of(model, l))
+            && node.child_by_field_name("right").is_some_and(|r| r.kind() == "none")
+        {
+            owners.push(parameter_owner(model, node, scope));
+        }
+        if node.id() == scope.id() || !ast::is_function_boundary(node) {
+            stack.extend(node.named_children(&mut cursor).collect::<Vec<_>>());
+        }
+    }
+    owners
+}
+
+/// `model` when `node` sits in `for p in model.parameters():` inside the step body.
+fn parameter_owner<'a>(model: &Model<'a>, node: Node<'a>, scope: Node<'a>) -> Option<&'a str> {
+    let mut current = node.parent();
+    while let Some(n) = current.filter(|n| n.id() != scope.id()) {
+        if n.kind() == "for_statement"
+            && let Some(iterable) = n.child_by_field_name("right")
+        {
+            return model
+                .calls_within(iterable)
+                .find(|c| matches!(ast::callee_name(*c, model.text), Some("parameters" | "named_parameters")))
+                .and_then(ast::receiver)
+                .map(|r| model.node_text(r))
+                .filter(|owner| !mentions(iterable, model.text, "param_groups") && !owner.is_empty());
+        }
+        current = n.parent();
+    }
+    None
+}
+
+fn insert_zero_grad(model: &Model<'_>, call: Node<'_>, optimizer: &str) -> Option<Fix> {
+    let statement = call.parent().filter(|s| s.kind() == "expression_statement")?;
+    edits::own_lines(model.text, statement)?;
+    let indent = indentation_at(model.text, statement.start_byte());
+    let line = format!("{optimizer}.zero_grad(set_to_none=True)");
+    let edit = edits::insert_line_after(model.text, statement, indent, &line);
+    Some(Fix::unsafe_edits(format!("Call `{line}` after the step"), vec![edit]))
+}

@@ -1,0 +1,374 @@
+//! CUL403 tensor-stored-on-module.
+
+use tree_sitter::Node;
+
+use super::{Candidate, FixAvailability, Rule};
+use crate::diagnostic::Severity;
+use crate::fix::{Edit, Fix};
+use crate::lint::Checker;
+use crate::semantic::{Model, ast};
+
+pub const RULE: Rule = Rule {
+    code: "CUL403",
+    name: "tensor-stored-on-module",
+    severity: Severity::Warning,
+    fix: FixAvailability::Sometimes,
+    query: include_str!("../../../queries/python/tensor_stored_on_module.scm"),
+    triggers: &["forward"],
+    check,
+    doc: DOC,
+    knowledge: Some("cuda/oom-genuine"),
+    deprecated: false,
+    needs_hardware: false,
+};
+
+const DOC: &str = r#"# tensor-stored-on-module (CUL403)
+
+## What it does
+Flags `self.<attr> = <value>` inside `forward` of an `nn.Module` subclass (including Lightning
+modules and Hugging Face `PreTrainedModel`s) when the value is computed from the inputs (by a
+layer, an operator or a tensor function) and is not detached.
+
+Not flagged: attributes named like a loss (`self.aux_loss`, the mixture-of-experts idiom, stored
+for the training step to read and backpropagate), attributes registered with `register_buffer`,
+stores under `torch.no_grad()` or `if not self.training:`, plain numbers and shapes
+(`x.shape[0]`, `x.size(1)`), comparisons, and the raw input itself.
+
+## Why is this bad?
+The stored tensor keeps its autograd graph, and with it the activations of the whole forward
+pass that produced it, until the next call overwrites the attribute. Peak memory then holds two
+iterations' activations at once; in evaluation, where nothing else would keep them, it holds
+memory that should have been freed right away. Storing attention maps or features "for later
+inspection" is the usual cause.
+
+## Example
+```python
+class Attention(nn.Module):
+    def forward(self, q, k):
+        attn = (q @ k.transpose(-2, -1)).softmax(-1)
+        self.attn_weights = attn
+        return attn
+```
+
+## Use instead
+```python
+class Attention(nn.Module):
+    def forward(self, q, k):
+        attn = (q @ k.transpose(-2, -1)).softmax(-1)
+        self.attn_weights = attn.detach()
+        return attn
+```
+
+## Fix safety
+The fix appends `.detach()` to the stored value. It is unsafe: code that backpropagates through
+the stored attribute (a loss computed from it in the training step) would no longer reach the
+parameters that produced it.
+
+## References
+- Knowledge entry: `cuda/oom-genuine` (`culint explain`)
+- PyTorch FAQ: "Don't hold onto tensors and variables you don't need" — https://pytorch.org/docs/stable/notes/faq.html#my-model-reports-cuda-runtime-error-2-out-of-memory
+- PyTorch: `torch.nn.Module.register_buffer` — https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.register_buffer
+"#;
+
+/// How many local assignments back a value is traced.
+const TRACE_DEPTH: usize = 5;
+
+/// How many local base classes are followed to find `nn.Module`.
+const BASE_DEPTH: usize = 5;
+
+/// Base classes that make a class an `nn.Module`, besides anything under `torch.nn.`.
+const MODULE_BASES: &[&str] = &[
+    "lightning.LightningModule",
+    "lightning.pytorch.LightningModule",
+    "lightning.pytorch.core.LightningModule",
+    "pytorch_lightning.LightningModule",
+    "pytorch_lightning.core.LightningModule",
+];
+
+/// Calls whose result carries no autograd history, whatever their inputs.
+const UNTRACKED_CALLS: &[&str] = &[
+    "detach",
+    "item",
+    "tolist",
+    "numpy",
+    "size",
+    "dim",
+    "numel",
+    "nelement",
+    "stride",
+    "data_ptr",
+    "get_device",
+    "is_contiguous",
+    "element_size",
+    "argmax",
+    "argmin",
+    "eq",
+    "ne",
+    "gt",
+    "lt",
+    "ge",
+    "le",
+    "isnan",
+    "isinf",
+    "nonzero",
+    "long",
+    "int",
+    "bool",
+    "new_zeros",
+    "new_ones",
+    "new_empty",
+    "new_full",
+    "new_tensor",
+    "zeros_like",
+    "ones_like",
+    "empty_like",
+    "full_like",
+    "rand_like",
+    "randn_like",
+    "randint_like",
+];
+
+/// Built-ins whose result is a Python value.
+const TO_PYTHON: &[&str] = &["len", "isinstance", "hasattr", "getattr", "type", "id", "float", "int", "bool", "str"];
+
+/// Attributes that are not tensors with history.
+const UNTRACKED_ATTRIBUTES: &[&str] =
+    &["shape", "dtype", "device", "ndim", "requires_grad", "is_cuda", "training", "data", "grad"];
+
+/// Where a value comes from, ordered: only `Computed` values are flagged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Origin {
+    /// Constants, attributes of `self`, shapes, anything without history from the inputs.
+    Unrelated,
+    /// An input of `forward`, or a view of it (`x`, `x[0]`, `x.T`).
+    Input,
+    /// The result of a layer, an operator or a tensor function applied to the inputs.
+    Computed,
+}
+
+fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
+    let model = checker.model;
+    let assignment = candidate.node;
+    let (Some(target), Some(value)) = (assignment.child_by_field_name("left"), assignment.child_by_field_name("right"))
+    else {
+        return;
+    };
+    let Some(forward) =
+        ast::enclosing_function(assignment).filter(|f| ast::function_name(*f, model.text) == Some("forward"))
+    else {
+        return;
+    };
+    let Some(class) = ast::method_class(forward) else { return };
+    let attribute = target.child_by_field_name("attribute").map_or("", |a| model.node_text(a));
+    if attribute.to_ascii_lowercase().contains("loss")
+        || !is_module_class(model, class, 0)
+        || registers_buffer(model, class, attribute)
+        || model.grad_disabled(assignment)
+        || only_when_not_training(model, assignment, forward)
+        || origin(model, forward, value, assignment, 0) != Origin::Computed
+    {
+        return;
+    }
+    // Detaching a value that `forward` goes on to use would cut the model's own graph.
+    let fix = if read_later(model, forward, target, assignment) {
+        None
+    } else {
+        detach_fix(model, forward, value, assignment)
+    };
+    let statement = assignment.parent().filter(|p| p.kind() == "expression_statement").unwrap_or(assignment);
+    let diagnostic = checker.report_node(
+        statement,
+        format!("`self.{attribute}` keeps a tensor computed in `forward`, and its autograd graph, alive past the call"),
+    );
+    if let Some(fix) = fix {
+        diagnostic.with_fix(fix);
+    }
+}
+
+/// `self.<attr>` is read again in `forward` after the assignment.
+fn read_later(model: &Model<'_>, forward: Node<'_>, target: Node<'_>, assignment: Node<'_>) -> bool {
+    let target_text = model.node_text(target);
+    let mut stack = vec![forward];
+    let mut cursor = forward.walk();
+    while let Some(node) = stack.pop() {
+        if node.end_byte() <= assignment.end_byte() && !ast::contains(node, assignment) {
+            continue;
+        }
+        if node.kind() == "attribute"
+            && node.start_byte() >= assignment.end_byte()
+            && model.node_text(node) == target_text
+        {
+            let is_store = node.parent().is_some_and(|p| {
+                p.kind() == "assignment" && p.child_by_field_name("left").is_some_and(|l| l.id() == node.id())
+            });
+            if !is_store {
+                return true;
+            }
+        }
+        stack.extend(node.named_children(&mut cursor).collect::<Vec<_>>());
+    }
+    false
+}
+
+/// The class derives from `torch.nn.Module` (or a Lightning module), directly or through local
+/// classes. A base the checker cannot resolve makes it unknown, and unknown is not a module.
+fn is_module_class(model: &Model<'_>, class: Node<'_>, depth: usize) -> bool {
+    let Some(bases) = class.child_by_field_name("superclasses") else { return false };
+    let mut cursor = bases.walk();
+    let bases: Vec<Node<'_>> = bases.named_children(&mut cursor).collect();
+    bases.into_iter().any(|base| {
+        if let Some(qualified) = model.qualified_name(base) {
+            return qualified.starts_with("torch.nn.")
+                || MODULE_BASES.contains(&qualified.as_str())
+                || (qualified.starts_with("transformers.") && qualified.ends_with("PreTrainedModel"));
+        }
+        depth < BASE_DEPTH
+            && base.kind() == "identifier"
+            && model.classes.iter().any(|c| {
+                c.child_by_field_name("name").is_some_and(|n| model.node_text(n) == model.node_text(base))
+                    && c.id() != class.id()
+                    && is_module_class(model, *c, depth + 1)
+            })
+    })
+}
+
+/// `self.register_buffer("name", ...)` anywhere in the class.
+fn registers_buffer(model: &Model<'_>, class: Node<'_>, attribute: &str) -> bool {
+    model.calls_named("register_buffer").iter().any(|call| {
+        ast::contains(class, *call)
+            && ast::positional_args(*call).first().and_then(|a| ast::string_value(*a, model.text)).as_deref()
+                == Some(attribute)
+    })
+}
+
+/// Under `if not self.training:`: evaluation only, where the caller usually disables autograd.
+fn only_when_not_training(model: &Model<'_>, node: Node<'_>, forward: Node<'_>) -> bool {
+    let mut current = node.parent();
+    while let Some(n) = current.filter(|n| n.id() != forward.id()) {
+        if n.kind() == "if_statement"
+            && n.child_by_field_name("consequence").is_some_and(|c| ast::contains(c, node))
+            && n.child_by_field_name("condition").is_some_and(|c| {
+                let condition = model.node_text(c);
+                condition.contains("not self.training") || condition.contains("self.training is False")
+            })
+        {
+            return true;
+        }
+        current = n.parent();
+    }
+    false
+}
+
+fn origin<'a>(model: &Model<'a>, forward: Node<'a>, value: Node<'a>, at: Node<'a>, depth: usize) -> Origin {
+    if depth > TRACE_DEPTH {
+        return Origin::Unrelated;
+    }
+    let of = |v: Node<'a>| origin(model, forward, v, at, depth + 1);
+    let computed_if_any = |children: Vec<Node<'a>>| {
+        if children.into_iter().map(of).max().unwrap_or(Origin::Unrelated) >= Origin::Input {
+            Origin::Computed
+        } else {
+            Origin::Unrelated
+        }
+    };
+    match value.kind() {
+        "parenthesized_expression" => value.named_child(0).map_or(Origin::Unrelated, of),
+        "identifier" => {
+            let name = model.node_text(value);
+            if name == "self" {
+                Origin::Unrelated
+            } else if is_parameter(model, forward, name) {
+                Origin::Input
+            } else {
+                last_local_assignment(model, forward, name, at).map_or(Origin::Unrelated, of)
+            }
+        }
+        "attribute" => {
+            let attribute = value.child_by_field_name("attribute").map_or("", |a| model.node_text(a));
+            match value.child_by_field_name("object") {
+                Some(object) if !UNTRACKED_ATTRIBUTES.contains(&attribute) => of(object),
+                _ => Origin::Unrelated,
+            }
+        }
+        "subscript" => value.child_by_field_name("value").map_or(Origin::Unrelated, of),
+        "binary_operator" => computed_if_any(
+            [value.child_by_field_name("left"), value.child_by_field_name("right")].into_iter().flatten().collect(),
+        ),
+        "unary_operator" => computed_if_any(value.child_by_field_name("argument").into_iter().collect()),
+        "tuple" | "list" | "expression_list" | "conditional_expression" => {
+            let mut cursor = value.walk();
+            let children: Vec<Node<'a>> = value.named_children(&mut cursor).collect();
+            children.into_iter().map(of).max().unwrap_or(Origin::Unrelated)
+        }
+        "call" => {
+            let name = ast::callee_name(value, model.text).unwrap_or_default();
+            let is_builtin = ast::callee(value).is_some_and(|f| f.kind() == "identifier");
+            if UNTRACKED_CALLS.contains(&name) || (is_builtin && TO_PYTHON.contains(&name)) {
+                return Origin::Unrelated;
+            }
+            let mut inputs: Vec<Node<'a>> = ast::receiver(value).into_iter().collect();
+            if let Some(arguments) = ast::arguments(value) {
+                let mut cursor = arguments.walk();
+                for argument in arguments.named_children(&mut cursor) {
+                    match argument.kind() {
+                        "keyword_argument" => inputs.extend(argument.child_by_field_name("value")),
+                        "list_splat" | "dictionary_splat" => inputs.extend(argument.named_child(0)),
+                        "comment" => {}
+                        _ => inputs.push(argument),
+                    }
+                }
+            }
+            computed_if_any(inputs)
+        }
+        _ => Origin::Unrelated,
+    }
+}
+
+fn is_parameter(model: &Model<'_>, function: Node<'_>, name: &str) -> bool {
+    let Some(parameters) = function.child_by_field_name("parameters") else { return false };
+    let mut cursor = parameters.walk();
+    parameters.named_children(&mut cursor).any(|p| {
+        let name_node = match p.kind() {
+            "identifier" => Some(p),
+            "list_splat_pattern" | "dictionary_splat_pattern" => p.named_child(0),
+            _ => p.child_by_field_name("name").or_else(|| p.named_child(0)),
+        };
+        name_node.is_some_and(|n| n.kind() == "identifier" && model.node_text(n) == name)
+    })
+}
+
+/// The right side of the last assignment to a local of `forward` before `at`.
+fn last_local_assignment<'a>(model: &Model<'a>, forward: Node<'a>, name: &str, at: Node<'a>) -> Option<Node<'a>> {
+    model
+        .assignments_to(name)
+        .iter()
+        .filter(|a| ast::enclosing_function(**a).is_some_and(|f| f.id() == forward.id()) && ast::precedes(**a, at))
+        .max_by_key(|a| a.start_byte())
+        .and_then(|a| a.child_by_field_name("right"))
+}
+
+/// Append `.detach()` to the stored value (to each computed element of a stored tuple or list).
+fn detach_fix<'a>(model: &Model<'a>, forward: Node<'a>, value: Node<'a>, at: Node<'a>) -> Option<Fix> {
+    let targets: Vec<Node<'a>> = match value.kind() {
+        "tuple" | "list" | "expression_list" => {
+            let mut cursor = value.walk();
+            let elements: Vec<Node<'a>> = value.named_children(&mut cursor).collect();
+            elements.into_iter().filter(|e| origin(model, forward, *e, at, 0) == Origin::Computed).collect()
+        }
+        _ => vec![value],
+    };
+    let mut edits = Vec::new();
+    for target in targets {
+        match target.kind() {
+            "identifier" | "attribute" | "call" | "subscript" | "parenthesized_expression" => {
+                edits.push(Edit::insertion(target.end_byte(), ".detach()"));
+            }
+            "list_splat" => return None,
+            _ => {
+                edits.push(Edit::insertion(target.start_byte(), "("));
+                edits.push(Edit::insertion(target.end_byte(), ").detach()"));
+            }
+        }
+    }
+    (!edits.is_empty()).then(|| Fix::unsafe_edits("Store a detached tensor: append `.detach()`", edits))
+}

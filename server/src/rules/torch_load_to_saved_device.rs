@@ -1,0 +1,274 @@
+//! CUL102 torch-load-to-saved-device.
+
+use tree_sitter::Node;
+
+use super::{Candidate, FixAvailability, Rule};
+use crate::diagnostic::Severity;
+use crate::fix::{Applicability, Edit, Fix};
+use crate::lint::Checker;
+use crate::semantic::{Model, ast};
+
+pub const RULE: Rule = Rule {
+    code: "CUL102",
+    name: "torch-load-to-saved-device",
+    severity: Severity::Warning,
+    fix: FixAvailability::Always,
+    query: include_str!("../../../queries/python/torch_load_to_saved_device.scm"),
+    triggers: &["load"],
+    check,
+    doc: DOC,
+    knowledge: Some("cuda/oom-other-processes"),
+    deprecated: false,
+    needs_hardware: false,
+};
+
+const DOC: &str = r#"# torch-load-to-saved-device (CUL102)
+
+## What it does
+Flags `torch.load(...)` without `map_location` in a file that uses CUDA.
+
+## Why is this bad?
+Without `map_location`, every tensor in the file comes back on the device it was saved from,
+usually `cuda:0`. The checkpoint then occupies GPU 0 a second time while it is copied into the
+model. In a distributed run every rank does this, so GPU 0 receives one full extra copy per rank
+and runs out of memory, while the other GPUs are fine. On a machine without that device the load
+fails outright.
+
+Not flagged: loads whose path or result is clearly data rather than a checkpoint (`dataset.pt`,
+`features = torch.load(...)`, embeddings, token caches) or a small state without model weights
+(RNG state, metrics, scheduler or scaler state), calls that pass `map_location` (also positionally
+or through `**kwargs`), and files that never use CUDA.
+
+## Example
+```python
+model.load_state_dict(torch.load("checkpoint.pt"))
+```
+
+## Use instead
+```python
+model.load_state_dict(torch.load("checkpoint.pt", map_location="cpu"))
+```
+
+## Fix safety
+The fix adds `map_location="cpu"`. It is safe when the result goes straight into
+`load_state_dict` (directly, by key, or through a name used only there), which copies the values
+into tensors that already sit on their device. Otherwise it is unsafe: code that uses the loaded
+tensors directly now gets them on the CPU.
+
+## References
+- Knowledge entry: `cuda/oom-other-processes` (`culint explain`)
+- PyTorch: `torch.load` — https://pytorch.org/docs/stable/generated/torch.load.html
+- PyTorch: saving and loading models across devices — https://pytorch.org/tutorials/beginner/saving_loading_models.html#saving-loading-model-across-devices
+"#;
+
+const TORCH_LOAD: &[&str] = &["torch.load", "torch.serialization.load"];
+
+/// Words in a path or a variable name that say the file holds data, or a small state, rather than
+/// model weights.
+const DATA_WORDS: &[&str] = &[
+    "data",
+    "dataset",
+    "datasets",
+    "feature",
+    "features",
+    "feats",
+    "embedding",
+    "embeddings",
+    "embeds",
+    "token",
+    "tokens",
+    "tokenized",
+    "label",
+    "labels",
+    "targets",
+    "indices",
+    "vocab",
+    "samples",
+    "cache",
+    "cached",
+    "stats",
+    "latents",
+    "activations",
+    "corpus",
+    // Small states that hold no CUDA tensors worth a second copy.
+    "rng",
+    "metrics",
+    "metadata",
+    "meta",
+    "scheduler",
+    "sched",
+    "scaler",
+    "hparams",
+    "config",
+];
+
+fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
+    let model = checker.model;
+    let call = candidate.node;
+    if !model.mentions_cuda || !model.call_resolves_to(call, TORCH_LOAD) {
+        return;
+    }
+    let maps_location = ast::keyword_arg(call, "map_location", model.text).is_some()
+        || ast::positional_args(call).len() >= 2
+        || ast::has_dictionary_splat(call)
+        || has_list_splat(call);
+    if maps_location || loads_data(model, call) {
+        return;
+    }
+    let fix = add_map_location(model, call);
+    let diagnostic = checker.report_node(
+        call,
+        "`torch.load` without `map_location` puts every tensor back on the device it was saved from, usually GPU 0",
+    );
+    if let Some(fix) = fix {
+        diagnostic.with_fix(fix);
+    }
+}
+
+fn has_list_splat(call: Node<'_>) -> bool {
+    let Some(args) = ast::arguments(call) else { return false };
+    let mut cursor = args.walk();
+    args.named_children(&mut cursor).any(|a| a.kind() == "list_splat")
+}
+
+/// The path, or the name the result is stored under, says the file holds data.
+fn loads_data(model: &Model<'_>, call: Node<'_>) -> bool {
+    let path = ast::positional_args(call).first().copied().or_else(|| ast::keyword_arg(call, "f", model.text));
+    let stored_as = call
+        .parent()
+        .filter(|p| p.kind() == "assignment")
+        .and_then(|assignment| assignment.child_by_field_name("left"));
+    [path, stored_as].into_iter().flatten().any(|node| names_data(model.node_text(node)))
+}
+
+fn names_data(text: &str) -> bool {
+    // Split camelCase too, so `trainData` and `DATA_DIR` both count.
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut previous_lower = false;
+    for c in text.chars() {
+        if c.is_ascii_alphanumeric() {
+            if c.is_ascii_uppercase() && previous_lower {
+                words.push(std::mem::take(&mut word));
+            }
+            previous_lower = c.is_ascii_lowercase();
+            word.push(c.to_ascii_lowercase());
+        } else {
+            words.push(std::mem::take(&mut word));
+            previous_lower = false;
+        }
+    }
+    words.push(word);
+    words.iter().any(|w| DATA_WORDS.contains(&w.as_str()))
+}
+
+/// Add `map_location="cpu"` as the last argument.
+fn add_map_location<'a>(model: &Model<'a>, call: Node<'a>) -> Option<Fix> {
+    let args = ast::arguments(call)?;
+    let mut cursor = args.walk();
+    let last = args.named_children(&mut cursor).filter(|a| a.kind() != "comment").last();
+    let edit = match last {
+        Some(last) => Edit::insertion(last.end_byte(), ", map_location=\"cpu\""),
+        None => Edit::insertion(args.start_byte() + 1, "map_location=\"cpu\""),
+    };
+    let applicability = if feeds_load_state_dict(model, call) { Applicability::Safe } else { Applicability::Unsafe };
+    Some(Fix::new("Add `map_location=\"cpu\"`", applicability, vec![edit]))
+}
+
+/// The loaded object only ever reaches `load_state_dict(...)`: passed straight in (or one key of
+/// it), or bound to a name whose every other use is such an argument.
+fn feeds_load_state_dict<'a>(model: &Model<'a>, call: Node<'a>) -> bool {
+    if is_load_state_dict_argument(model, call) {
+        return true;
+    }
+    let Some(assignment) = call.parent().filter(|p| p.kind() == "assignment") else { return false };
+    let Some(target) = assignment.child_by_field_name("left").filter(|l| l.kind() == "identifier") else {
+        return false;
+    };
+    let name = model.node_text(target);
+    let scope = ast::enclosing_function(call).unwrap_or_else(|| model.tree.root_node());
+    let uses = identifier_uses(model, scope, name, target);
+    !uses.is_empty() && uses.iter().all(|u| is_load_state_dict_argument(model, *u))
+}
+
+/// `x` in `m.load_state_dict(x)`, `m.load_state_dict(x["model"])`, `m.load_state_dict(x, strict=False)`,
+/// `m.load_state_dict(state_dict=x)`.
+fn is_load_state_dict_argument(model: &Model<'_>, node: Node<'_>) -> bool {
+    let mut value = node;
+    while let Some(parent) = value.parent().filter(|p| p.kind() == "subscript") {
+        if parent.child_by_field_name("value").is_some_and(|v| v.id() == value.id()) {
+            value = parent;
+        } else {
+            break;
+        }
+    }
+    let Some(parent) = value.parent() else { return false };
+    let (args, positional) = match parent.kind() {
+        "argument_list" => (parent, true),
+        "keyword_argument"
+            if parent.child_by_field_name("name").is_some_and(|n| model.node_text(n) == "state_dict") =>
+        {
+            let Some(args) = parent.parent() else { return false };
+            (args, false)
+        }
+        _ => return false,
+    };
+    let Some(outer) = args.parent().filter(|p| p.kind() == "call") else { return false };
+    ast::callee_name(outer, model.text) == Some("load_state_dict")
+        && (!positional || ast::positional_args(outer).first().is_some_and(|first| first.id() == value.id()))
+}
+
+/// Every reading of `name` in `scope` other than `binding`, not inside nested definitions.
+fn identifier_uses<'a>(model: &Model<'a>, scope: Node<'a>, name: &str, binding: Node<'a>) -> Vec<Node<'a>> {
+    let mut uses = Vec::new();
+    let mut stack = vec![scope];
+    while let Some(node) = stack.pop() {
+        if node.kind() == "identifier" && node.id() != binding.id() && model.node_text(node) == name {
+            let is_attribute_name = node
+                .parent()
+                .is_some_and(|p| p.kind() == "attribute" && p.child_by_field_name("attribute") == Some(node));
+            let is_keyword_name = node
+                .parent()
+                .is_some_and(|p| p.kind() == "keyword_argument" && p.child_by_field_name("name") == Some(node));
+            if !is_attribute_name && !is_keyword_name {
+                uses.push(node);
+            }
+        }
+        if node.id() == scope.id() || !ast::is_function_boundary(node) {
+            let mut cursor = node.walk();
+            stack.extend(node.named_children(&mut cursor));
+        }
+    }
+    uses
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::fix::Applicability;
+    use crate::lint::{LintContext, LintSettings, RuleSet, lint_text};
+
+    fn applicability(source: &str) -> Option<Applicability> {
+        let settings = LintSettings { rules: RuleSet::from_selectors(&["CUL102"]), ..Default::default() };
+        let found = lint_text(source, LintContext::default(), &settings);
+        assert_eq!(found.len(), 1, "{source}");
+        found[0].fix.as_ref().map(|f| f.applicability)
+    }
+
+    #[test]
+    fn safe_only_when_the_result_goes_into_load_state_dict() {
+        let preamble = "import torch\nmodel = Net().cuda()\n";
+        let straight = format!("{preamble}model.load_state_dict(torch.load(p))\n");
+        assert_eq!(applicability(&straight), Some(Applicability::Safe));
+        let by_key = format!("{preamble}model.load_state_dict(torch.load(p)['model'], strict=False)\n");
+        assert_eq!(applicability(&by_key), Some(Applicability::Safe));
+        let through_name =
+            format!("{preamble}sd = torch.load(p)\nmodel.load_state_dict(sd)\nopt.load_state_dict(sd)\n");
+        assert_eq!(applicability(&through_name), Some(Applicability::Safe));
+        let used_directly = format!("{preamble}sd = torch.load(p)\nmodel.load_state_dict(sd)\nprint(sd['step'] + 1)\n");
+        assert_eq!(applicability(&used_directly), Some(Applicability::Unsafe));
+        let as_keyword = format!("{preamble}model.load_state_dict(state_dict=torch.load(p))\n");
+        assert_eq!(applicability(&as_keyword), Some(Applicability::Safe));
+        let elsewhere = format!("{preamble}model.load_weights(torch.load(p))\n");
+        assert_eq!(applicability(&elsewhere), Some(Applicability::Unsafe));
+    }
+}

@@ -1,0 +1,314 @@
+//! CUL502 unscaled-gradient-accumulation.
+
+use std::collections::HashSet;
+
+use tree_sitter::Node;
+
+use super::{Candidate, FixAvailability, Rule, edits};
+use crate::diagnostic::Severity;
+use crate::fix::Fix;
+use crate::lint::Checker;
+use crate::semantic::training::mentions;
+use crate::semantic::{CallTarget, Model, ast};
+
+pub const RULE: Rule = Rule {
+    code: "CUL502",
+    name: "unscaled-gradient-accumulation",
+    severity: Severity::Warning,
+    fix: FixAvailability::Sometimes,
+    query: include_str!("../../../queries/python/unscaled_gradient_accumulation.scm"),
+    triggers: &["%"],
+    check,
+    doc: DOC,
+    knowledge: None,
+    deprecated: false,
+    needs_hardware: false,
+};
+
+const DOC: &str = r#"# unscaled-gradient-accumulation (CUL502)
+
+## What it does
+Flags the `.backward()` of a step loop that accumulates gradients (its `optimizer.step()` runs
+under `if (i + 1) % accum == 0:`) when the loss is backpropagated on every iteration without being
+divided by the accumulation count.
+
+Not flagged when a division happens anywhere on the way from the loss to `.backward()`
+(`loss = loss / accum`, `loss /= accum`, `(loss / accum).backward()`, a division where the loss is
+computed), when the gradients are divided before the step, or when `accelerator.backward(loss)`
+or a DeepSpeed engine's `backward` does the scaling.
+
+## Why is this bad?
+Gradients add up in `.grad` over the `accum` micro-batches, so the step applies `accum` times the
+gradient of one batch. The effective learning rate grows with the accumulation count. People then
+lower the learning rate, or shrink the batch further, or turn accumulation off and run out of
+memory at the batch size they actually wanted: accumulation exists to reach a large batch in the
+memory of a small one, and it only does that when each micro-batch's loss is divided by `accum`.
+
+## Example
+```python
+for i, (x, y) in enumerate(loader):
+    loss = criterion(model(x), y)
+    loss.backward()
+    if (i + 1) % accum == 0:
+        optimizer.step()
+        optimizer.zero_grad()
+```
+
+## Use instead
+```python
+for i, (x, y) in enumerate(loader):
+    loss = criterion(model(x), y)
+    loss = loss / accum
+    loss.backward()
+    if (i + 1) % accum == 0:
+        optimizer.step()
+        optimizer.zero_grad()
+```
+
+## Fix safety
+The fix inserts `loss = loss / accum` before the backward. It is unsafe: it changes the size of
+every update, and code after the backward that logs `loss` will log the divided value.
+
+## References
+- PyTorch: gradient accumulation with AMP — https://pytorch.org/docs/stable/notes/amp_examples.html#gradient-accumulation
+- Hugging Face Accelerate: gradient accumulation — https://huggingface.co/docs/accelerate/usage_guides/gradient_accumulation
+"#;
+
+/// How far the loss is traced back through the names it is computed from.
+const PATH_DEPTH: usize = 4;
+
+fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
+    let model = checker.model;
+    let call = candidate.node;
+    // `accelerator.backward(loss)` and `engine.backward(loss)` scale the loss themselves.
+    if !ast::positional_args(call).is_empty() {
+        return;
+    }
+    let Some(step_loop) = model.enclosing_step_loop(call).map(|l| l.node) else { return };
+    let Some(subject) = model.backward_subject(call) else { return };
+    let Some((guard, divisor)) = accumulation_guard(model, step_loop) else { return };
+    if ast::contains(guard, call) || divided_on_path(model, step_loop, subject, call, divisor) {
+        return;
+    }
+    if divides_gradients(model, step_loop) {
+        return;
+    }
+    let divisor_text = model.node_text(divisor);
+    let fix = insert_division(model, call, subject, divisor);
+    let diagnostic = checker.report_node(
+        call,
+        format!(
+            "The optimizer steps every `{divisor_text}` iterations, but each loss is backpropagated undivided: \
+             the step applies `{divisor_text}` times the gradient"
+        ),
+    );
+    diagnostic.with_related(crate::text::TextRange::of(guard), "the step is taken here, every few iterations");
+    if let Some(fix) = fix {
+        diagnostic.with_fix(fix);
+    }
+}
+
+/// The `if` in the step loop whose condition takes a modulo and whose body steps an optimizer,
+/// with the modulo's divisor. An `if` that steps another optimizer in its `else` alternates
+/// between optimizers rather than accumulating.
+fn accumulation_guard<'a>(model: &Model<'a>, step_loop: Node<'a>) -> Option<(Node<'a>, Node<'a>)> {
+    for step in model.own_calls_within(step_loop).filter(|c| model.stepped_optimizer(*c).is_some()) {
+        let mut current = step.parent();
+        while let Some(node) = current.filter(|n| n.id() != step_loop.id()) {
+            if node.kind() == "if_statement"
+                && node.child_by_field_name("consequence").is_some_and(|c| ast::contains(c, step))
+                && let Some(divisor) = node.child_by_field_name("condition").and_then(|c| modulo_divisor(model, c))
+                && !alternative_steps(model, node)
+            {
+                return Some((node, divisor));
+            }
+            current = node.parent();
+        }
+    }
+    None
+}
+
+/// `accum` in `(i + 1) % accum == 0`; not string formatting, not `% 1`.
+fn modulo_divisor<'a>(model: &Model<'a>, condition: Node<'a>) -> Option<Node<'a>> {
+    let mut stack = vec![condition];
+    let mut cursor = condition.walk();
+    while let Some(node) = stack.pop() {
+        if node.kind() == "binary_operator"
+            && node.child_by_field_name("operator").is_some_and(|o| o.kind() == "%")
+            && node.child_by_field_name("left").is_some_and(|l| !matches!(l.kind(), "string" | "concatenated_string"))
+            && let Some(divisor) = node.child_by_field_name("right")
+            && !(divisor.kind() == "integer" && matches!(model.node_text(divisor), "0" | "1"))
+        {
+            return Some(divisor);
+        }
+        stack.extend(node.named_children(&mut cursor).collect::<Vec<_>>());
+    }
+    None
+}
+
+fn alternative_steps(model: &Model<'_>, if_statement: Node<'_>) -> bool {
+    let mut cursor = if_statement.walk();
+    if_statement
+        .children_by_field_name("alternative", &mut cursor)
+        .any(|alternative| model.calls_within(alternative).any(|c| model.stepped_optimizer(c).is_some()))
+}
+
+/// Whether the loss is divided somewhere between where it is computed and the backward: in the
+/// backward's own expression, or in the assignments of the names it is computed from.
+fn divided_on_path<'a>(
+    model: &Model<'a>,
+    step_loop: Node<'a>,
+    subject: Node<'a>,
+    call: Node<'a>,
+    divisor: Node<'a>,
+) -> bool {
+    let divisor_text = model.node_text(divisor);
+    let mut visited = HashSet::new();
+    let mut frontier = vec![subject];
+    for _ in 0..=PATH_DEPTH {
+        let mut next = Vec::new();
+        for expression in frontier {
+            if divides(model, expression) || mentions(expression, model.text, divisor_text) {
+                return true;
+            }
+            if calls_helper_that_may_divide(model, expression) {
+                return true;
+            }
+            for name in names_read(model, expression) {
+                if !visited.insert(name) {
+                    continue;
+                }
+                for assignment in assignments_before(model, step_loop, name, call) {
+                    if assignment.kind() == "augmented_assignment"
+                        && assignment.child_by_field_name("operator").is_some_and(|o| o.kind() == "/=")
+                    {
+                        return true;
+                    }
+                    next.extend(assignment.child_by_field_name("right"));
+                }
+            }
+        }
+        frontier = next;
+    }
+    false
+}
+
+/// A `/` or `//` operator, or a `div` call, in the expression.
+fn divides(model: &Model<'_>, expression: Node<'_>) -> bool {
+    let mut stack = vec![expression];
+    let mut cursor = expression.walk();
+    while let Some(node) = stack.pop() {
+        match node.kind() {
+            "binary_operator"
+                if node.child_by_field_name("operator").is_some_and(|o| matches!(o.kind(), "/" | "//")) =>
+            {
+                return true;
+            }
+            "call" if matches!(ast::callee_name(node, model.text), Some("div" | "div_" | "true_divide" | "divide")) => {
+                return true;
+            }
+            _ => {}
+        }
+        stack.extend(node.named_children(&mut cursor).collect::<Vec<_>>());
+    }
+    false
+}
+
+/// A call of a helper in this project whose body divides, or that the checker cannot see.
+fn calls_helper_that_may_divide<'a>(model: &Model<'a>, expression: Node<'a>) -> bool {
+    model.calls_within(expression).any(|call| match model.resolve_call(call) {
+        CallTarget::Local(function) => function.child_by_field_name("body").is_some_and(|b| divides(model, b)),
+        CallTarget::Project(_) | CallTarget::Unseen => true,
+        _ => false,
+    })
+}
+
+/// Plain names the expression reads (not attribute or keyword names).
+fn names_read<'a>(model: &Model<'a>, expression: Node<'a>) -> Vec<&'a str> {
+    let mut names = Vec::new();
+    let mut stack = vec![expression];
+    let mut cursor = expression.walk();
+    while let Some(node) = stack.pop() {
+        if node.kind() == "identifier" {
+            let parent = node.parent();
+            let is_field = parent.is_some_and(|p| {
+                (p.kind() == "attribute" && p.child_by_field_name("attribute").is_some_and(|a| a.id() == node.id()))
+                    || (p.kind() == "keyword_argument"
+                        && p.child_by_field_name("name").is_some_and(|n| n.id() == node.id()))
+            });
+            if !is_field {
+                names.push(model.node_text(node));
+            }
+        }
+        stack.extend(node.named_children(&mut cursor).collect::<Vec<_>>());
+    }
+    names
+}
+
+/// Assignments and augmented assignments to `name` before `call`, in the function that holds the
+/// step loop (or at module level).
+fn assignments_before<'a>(model: &Model<'a>, step_loop: Node<'a>, name: &str, call: Node<'a>) -> Vec<Node<'a>> {
+    let scope = ast::enclosing_function(step_loop).unwrap_or_else(|| model.tree.root_node());
+    let mut found = Vec::new();
+    let mut stack = vec![scope];
+    let mut cursor = scope.walk();
+    while let Some(node) = stack.pop() {
+        if matches!(node.kind(), "assignment" | "augmented_assignment")
+            && ast::precedes(node, call)
+            && node.child_by_field_name("left").is_some_and(|l| ast::target_names(l, model.text).contains(&name))
+        {
+            found.push(node);
+        }
+        if node.id() == scope.id() || !ast::is_function_boundary(node) {
+            stack.extend(node.named_children(&mut cursor).collect::<Vec<_>>());
+        }
+    }
+    found
+}
+
+/// `p.grad /= accum` or `p.grad.div_(accum)` in the loop: the gradients are scaled instead.
+fn divides_gradients(model: &Model<'_>, step_loop: Node<'_>) -> bool {
+    let is_grad = |n: Node<'_>| {
+        let text = model.node_text(n);
+        text.ends_with(".grad") || text.ends_with(".grad.data")
+    };
+    let mut stack = vec![step_loop];
+    let mut cursor = step_loop.walk();
+    while let Some(node) = stack.pop() {
+        let scales = match node.kind() {
+            "augmented_assignment" => {
+                node.child_by_field_name("operator").is_some_and(|o| matches!(o.kind(), "/=" | "*="))
+                    && node.child_by_field_name("left").is_some_and(is_grad)
+            }
+            "call" => {
+                matches!(ast::callee_name(node, model.text), Some("div_" | "mul_"))
+                    && ast::receiver(node).is_some_and(is_grad)
+            }
+            _ => false,
+        };
+        if scales {
+            return true;
+        }
+        stack.extend(node.named_children(&mut cursor).collect::<Vec<_>>());
+    }
+    false
+}
+
+/// `loss = loss / accum` before the backward, when the loss is a plain name.
+fn insert_division(model: &Model<'_>, call: Node<'_>, subject: Node<'_>, divisor: Node<'_>) -> Option<Fix> {
+    if subject.kind() != "identifier" {
+        return None;
+    }
+    let statement = call.parent().filter(|s| s.kind() == "expression_statement")?;
+    edits::own_lines(model.text, statement)?;
+    let loss = model.node_text(subject);
+    let divisor = match divisor.kind() {
+        "identifier" | "attribute" | "integer" | "call" | "subscript" | "parenthesized_expression" => {
+            model.node_text(divisor).to_owned()
+        }
+        _ => format!("({})", model.node_text(divisor)),
+    };
+    let line = format!("{loss} = {loss} / {divisor}");
+    let edit = edits::insert_line_before(model.text, statement, &line)?;
+    Some(Fix::unsafe_edits(format!("Divide the loss before the backward: `{line}`"), vec![edit]))
+}

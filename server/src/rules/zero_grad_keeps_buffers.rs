@@ -1,0 +1,115 @@
+//! CUL503 zero-grad-keeps-buffers.
+
+use tree_sitter::Node;
+
+use super::{Candidate, FixAvailability, Rule};
+use crate::diagnostic::Severity;
+use crate::fix::{Edit, Fix};
+use crate::lint::Checker;
+use crate::semantic::{Model, ast};
+use crate::text::TextRange;
+
+pub const RULE: Rule = Rule {
+    code: "CUL503",
+    name: "zero-grad-keeps-buffers",
+    severity: Severity::Info,
+    fix: FixAvailability::Always,
+    query: include_str!("../../../queries/python/zero_grad_keeps_buffers.scm"),
+    triggers: &["zero_grad"],
+    check,
+    doc: DOC,
+    knowledge: Some("cuda/oom-genuine"),
+    deprecated: false,
+    needs_hardware: false,
+};
+
+const DOC: &str = r#"# zero-grad-keeps-buffers (CUL503)
+
+## What it does
+Flags `zero_grad(set_to_none=False)` and the positional `zero_grad(False)`, on an optimizer or a
+module.
+
+## Why is this bad?
+With `set_to_none=False`, every parameter keeps a `.grad` tensor the size of the parameter, filled
+with zeros, between steps. That is a full copy of the model's size held through the forward pass,
+when activation memory peaks, and each step pays for a memset kernel per parameter. With
+`set_to_none=True` (the default since PyTorch 2.0) the gradients are freed, the next backward
+allocates them fresh, and the forward pass has that memory to spare.
+
+## Example
+```python
+optimizer.zero_grad(set_to_none=False)
+```
+
+## Use instead
+```python
+optimizer.zero_grad()
+```
+
+## Fix safety
+The fix drops the argument. It is safe for ordinary training loops. Code that reads `p.grad`
+between `zero_grad()` and the next backward (expecting zeros, not `None`), or that captures the
+step in a CUDA graph with static gradient tensors, relies on the old behaviour: suppress the
+finding there.
+
+## References
+- Knowledge entry: `cuda/oom-genuine` (`culint explain`)
+- PyTorch: `torch.optim.Optimizer.zero_grad` — https://pytorch.org/docs/stable/generated/torch.optim.Optimizer.zero_grad.html
+- PyTorch: `torch.nn.Module.zero_grad` — https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.zero_grad
+"#;
+
+fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
+    let model = checker.model;
+    let call = candidate.node;
+    if defines_own_zero_grad(model, call) {
+        return;
+    }
+    let Some(arguments) = ast::arguments(call) else { return };
+    let fix = drop_argument(model, arguments);
+    let diagnostic = checker.report_node(
+        call,
+        "`zero_grad(set_to_none=False)` keeps a zero-filled gradient tensor allocated for every parameter",
+    );
+    if let Some(fix) = fix {
+        diagnostic.with_fix(fix);
+    }
+}
+
+/// `(set_to_none=False)` becomes `()`. With comments inside the parentheses only the argument
+/// (and its comma) goes, so the comments stay.
+fn drop_argument(model: &Model<'_>, arguments: Node<'_>) -> Option<Fix> {
+    let mut cursor = arguments.walk();
+    let children: Vec<Node<'_>> = arguments.named_children(&mut cursor).collect();
+    let [argument] = children.iter().filter(|c| c.kind() != "comment").copied().collect::<Vec<_>>()[..] else {
+        return None;
+    };
+    let title = "Call `zero_grad()` so the gradients are freed";
+    if children.len() == 1 {
+        return Some(Fix::safe(title, vec![Edit::replacement(TextRange::of(arguments), "()")]));
+    }
+    let mut end = argument.end_byte();
+    if let Some(comma) = argument.next_sibling().filter(|s| s.kind() == ",") {
+        end = comma.end_byte();
+    }
+    let text = model.text;
+    let line_start = text[..argument.start_byte()].rfind('\n').map_or(0, |i| i + 1);
+    let line_end = text[end..].find('\n').map_or(text.len(), |i| end + i + 1);
+    let alone_on_line =
+        text[line_start..argument.start_byte()].trim().is_empty() && text[end..line_end].trim().is_empty();
+    let range =
+        if alone_on_line { TextRange::new(line_start, line_end) } else { TextRange::new(argument.start_byte(), end) };
+    Some(Fix::safe(title, vec![Edit::deletion(range)]))
+}
+
+/// `self.zero_grad(False)` inside a class that defines its own `zero_grad` calls that method,
+/// whose parameter may mean something else.
+fn defines_own_zero_grad(model: &Model<'_>, call: Node<'_>) -> bool {
+    let Some(receiver) = ast::receiver(call) else { return true };
+    if model.node_text(receiver) != "self" {
+        return false;
+    }
+    let class = ast::enclosing_function(call).and_then(ast::method_class);
+    class.is_some_and(|class| {
+        model.functions_named("zero_grad").iter().any(|f| ast::method_class(*f).is_some_and(|c| c.id() == class.id()))
+    })
+}

@@ -1,0 +1,185 @@
+//! Facts about one training step that several rules share: what a backward call
+//! differentiates, which optimizer a `step()` call steps, and which models an optimizer updates.
+
+use tree_sitter::Node;
+
+use super::{Model, ast};
+
+/// Qualified-name prefixes of optimizer constructors.
+const OPTIMIZER_MODULES: &[&str] = &[
+    "torch.optim.",
+    "bitsandbytes.optim.",
+    "apex.optimizers.",
+    "deepspeed.ops.adam.",
+    "deepspeed.ops.lamb.",
+    "timm.optim.",
+    "transformers.AdamW",
+    "transformers.Adafactor",
+    "transformers.optimization.",
+];
+
+/// Under those prefixes, constructors that are not optimizers.
+const NOT_OPTIMIZERS: &[&str] = &["lr_scheduler", "swa_utils", "create_optimizer_v2_kwargs"];
+
+impl<'a> Model<'a> {
+    /// The tensor a backward call differentiates: `loss` in `loss.backward()`,
+    /// `scaler.scale(loss).backward()`, `accelerator.backward(loss)` and
+    /// `torch.autograd.backward(loss)`.
+    pub fn backward_subject(&self, call: Node<'a>) -> Option<Node<'a>> {
+        if ast::callee_name(call, self.text) != Some("backward") {
+            return None;
+        }
+        if let Some(first) = ast::positional_args(call).first() {
+            return Some(*first);
+        }
+        let receiver = ast::receiver(call)?;
+        if receiver.kind() == "call"
+            && ast::callee_name(receiver, self.text) == Some("scale")
+            && let [scaled] = ast::positional_args(receiver)[..]
+        {
+            return Some(scaled);
+        }
+        Some(receiver)
+    }
+
+    /// The optimizer a `step()` call steps: `opt` in `opt.step()` and in `scaler.step(opt)`.
+    /// `None` for anything else called `step` (schedulers, environments, closures it cannot see).
+    pub fn stepped_optimizer(&self, call: Node<'a>) -> Option<Node<'a>> {
+        if ast::callee_name(call, self.text) != Some("step") {
+            return None;
+        }
+        let receiver = ast::receiver(call)?;
+        match ast::positional_args(call)[..] {
+            [] if ast::keyword_args(call).is_empty() => self.is_optimizer(receiver).then_some(receiver),
+            [optimizer] if self.is_grad_scaler(receiver) && self.is_optimizer(optimizer) => Some(optimizer),
+            _ => None,
+        }
+    }
+
+    /// Whether an expression names an optimizer: it is assigned an optimizer constructor, or it is
+    /// named like one (`optimizer`, `opt_g`, `self.optim`) and not like a scheduler.
+    pub fn is_optimizer(&self, expression: Node<'_>) -> bool {
+        if !matches!(expression.kind(), "identifier" | "attribute") || self.qualified_name(expression).is_some() {
+            return false;
+        }
+        let text = self.node_text(expression);
+        let constructed = self.assignments_to(text).iter().any(|assignment| {
+            assignment.child_by_field_name("right").filter(|r| r.kind() == "call").is_some_and(|r| {
+                self.call_qualified_name(r).is_some_and(|q| {
+                    OPTIMIZER_MODULES.iter().any(|m| q.starts_with(m)) && !NOT_OPTIMIZERS.iter().any(|n| q.contains(n))
+                })
+            })
+        });
+        constructed || is_optimizer_name(last_segment(text))
+    }
+
+    /// Whether an expression names a `GradScaler` (by construction or by name).
+    pub fn is_grad_scaler(&self, expression: Node<'_>) -> bool {
+        if !matches!(expression.kind(), "identifier" | "attribute") {
+            return false;
+        }
+        let text = self.node_text(expression);
+        last_segment(text).to_ascii_lowercase().contains("scaler")
+            || self.assignments_to(text).iter().any(|assignment| {
+                assignment
+                    .child_by_field_name("right")
+                    .filter(|r| r.kind() == "call")
+                    .and_then(|r| self.call_qualified_name(r))
+                    .is_some_and(|q| q.ends_with("GradScaler"))
+            })
+    }
+
+    /// The models whose parameters an optimizer updates, as written where it is built:
+    /// `model` for `Adam(model.parameters())`, `self.G` for `Adam(self.G.parameters())`.
+    /// Empty when no construction with `.parameters()` is visible.
+    pub fn optimizer_models(&self, optimizer: &str) -> Vec<&'a str> {
+        let mut models = Vec::new();
+        for assignment in self.assignments_to(optimizer) {
+            let Some(right) = assignment.child_by_field_name("right") else { continue };
+            for call in self.calls_within(right) {
+                if matches!(ast::callee_name(call, self.text), Some("parameters" | "named_parameters"))
+                    && let Some(owner) = ast::receiver(call)
+                {
+                    models.push(self.node_text(owner));
+                }
+            }
+        }
+        models
+    }
+
+    /// The body that runs once per batch around `node`: the innermost step loop, or Lightning's
+    /// `training_step` method.
+    pub fn step_scope(&self, node: Node<'_>) -> Option<Node<'a>> {
+        self.enclosing_step_loop(node).map(|l| l.node).or_else(|| self.enclosing_training_step(node))
+    }
+}
+
+/// `model` for `self.model`, `opt` for `opt`.
+pub fn last_segment(text: &str) -> &str {
+    text.rsplit('.').next().unwrap_or(text)
+}
+
+/// `optimizer`, `optim`, `opt`, `opt_g`, `optD`, `g_optimizer`; not `scheduler`, `options`.
+pub fn is_optimizer_name(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    if lower.contains("sched") || lower.contains("option") {
+        return false;
+    }
+    lower.contains("optim")
+        || lower.split('_').any(|token| token == "opt" || (token.starts_with("opt") && token.len() <= 4))
+}
+
+/// Whether two receivers name the same model or one contains the other (`model` and
+/// `model.encoder`, `self` and `self.G`).
+pub fn same_or_nested(a: &str, b: &str) -> bool {
+    a == b
+        || (b.len() > a.len() && b.starts_with(a) && b.as_bytes()[a.len()] == b'.')
+        || (a.len() > b.len() && a.starts_with(b) && a.as_bytes()[b.len()] == b'.')
+}
+
+/// Whether `node` contains an identifier or attribute written exactly `name`.
+pub fn mentions(node: Node<'_>, source: &str, name: &str) -> bool {
+    let mut stack = vec![node];
+    let mut cursor = node.walk();
+    while let Some(n) = stack.pop() {
+        if matches!(n.kind(), "identifier" | "attribute") && ast::text(n, source) == name && !is_field_name(n) {
+            return true;
+        }
+        stack.extend(n.named_children(&mut cursor).collect::<Vec<_>>());
+    }
+    false
+}
+
+/// `loss` in `out.loss` and in `f(loss=1)` names a field, not a variable.
+fn is_field_name(identifier: Node<'_>) -> bool {
+    let Some(parent) = identifier.parent() else { return false };
+    let field = match parent.kind() {
+        "attribute" => "attribute",
+        "keyword_argument" => "name",
+        _ => return false,
+    };
+    parent.child_by_field_name(field).is_some_and(|f| f.id() == identifier.id())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn optimizer_names() {
+        for name in ["optimizer", "opt", "optim", "opt_g", "optD", "g_optimizer", "optimizer_G"] {
+            assert!(is_optimizer_name(name), "{name}");
+        }
+        for name in ["scheduler", "opt_scheduler", "options", "model", "env", "output"] {
+            assert!(!is_optimizer_name(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn nesting_of_receivers() {
+        assert!(same_or_nested("model", "model.encoder"));
+        assert!(same_or_nested("self.G", "self"));
+        assert!(!same_or_nested("model", "model_ema"));
+        assert!(!same_or_nested("netD", "netG"));
+    }
+}

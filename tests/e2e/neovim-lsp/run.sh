@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# End-to-end test of `culint server` through Neovim's built-in LSP client (Debian's neovim,
+# 0.7 on Debian 12): diagnostics with exact columns after CJK text and an emoji, incremental
+# edits, a quick fix and a disable comment applied by Neovim itself, and hover.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+repo="$(cd "$here/../../.." && pwd)"
+
+if ! command -v nvim >/dev/null 2>&1; then
+  if [ "$(id -u)" -eq 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq neovim >/dev/null
+  else
+    sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq neovim >/dev/null
+  fi
+fi
+
+(cd "$repo" && cargo build --quiet --bin culint)
+export CULINT_BIN="${CULINT_BIN:-$repo/target/debug/culint}"
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+export CULINT_E2E_DIR="$work"
+
+# -u NONE: no user configuration; the test drives vim.lsp directly.
+timeout 120 nvim --headless -u NONE -i NONE -n -c "luafile $here/test.lua"
