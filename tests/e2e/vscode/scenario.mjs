@@ -30,6 +30,12 @@ export const SCENARIO = {
         "    del model, optimizer\n    torch.cuda.empty_cache()\n",
       ),
   },
+  explain: {
+    /** A log in the workspace; the test selects all of it and runs "culint: Explain error". */
+    file: "oom.log",
+    /** The knowledge entry's id: culint's explanation names it, the log does not. */
+    expectText: /cuda\/oom-/,
+  },
   probe: hasNvidiaDriver
     ? { expectText: /free/i, statusText: /GPUs? [0-9.]+ [MG]iB free/ }
     : { expectText: /no NVIDIA driver/i, statusText: /GPU: none/ },

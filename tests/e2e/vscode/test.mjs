@@ -56,6 +56,7 @@ try {
   await step("diagnostics appear in the Problems panel", () => problemsShowFindings());
   await step("hover shows the rule doc", () => hoverShowsRuleDoc());
   await step("a quick fix rewrites the file", () => quickFixRewritesFile());
+  await step("culint: Explain error explains the selected log", () => explainsSelection());
   await step("culint: Probe GPU reports", () => probeReports());
 } catch (error) {
   failed = true;
@@ -181,30 +182,48 @@ async function quickFixRewritesFile() {
   await focusEditor();
 }
 
+async function explainsSelection() {
+  await openFile(SCENARIO.explain.file);
+  await page.keyboard.press("Control+A");
+  await runCommand("culint: Explain error");
+  const explanation = await previewText(SCENARIO.explain.expectText, "the explanation");
+  assert.match(explanation, SCENARIO.explain.expectText);
+  await screenshot("explain.png");
+}
+
 async function probeReports() {
   await runCommand("culint: Probe GPU");
-  // The report opens in a markdown preview, a webview: its text lives in a nested frame.
-  const reportText = await waitFor(
+  const reportText = await previewText(SCENARIO.probe.expectText, "the GPU probe report");
+  assert.match(reportText, SCENARIO.probe.expectText);
+  const status = page.locator(".statusbar-item", { hasText: "GPU" }).first();
+  await status.waitFor();
+  assert.match(await status.innerText(), SCENARIO.probe.statusText);
+  await screenshot("probe.png");
+}
+
+/** The text of the markdown preview matching `pattern`. A preview is a webview, so its text
+ * lives in a nested frame. Fails at once when culint shows an error notification instead. */
+async function previewText(pattern, what) {
+  return waitFor(
     async () => {
+      const errors = await page.locator(".notification-list-item-message", { hasText: "culint:" }).allInnerTexts();
+      if (errors.length > 0) {
+        throw new Error(`culint reported an error instead of showing ${what}: ${errors.join(" / ")}`);
+      }
       for (const frame of page.frames()) {
         const text = await frame
           .locator("body")
           .innerText({ timeout: 1_000 })
           .catch(() => "");
-        if (SCENARIO.probe.expectText.test(text)) {
+        if (pattern.test(text)) {
           return text;
         }
       }
       return undefined;
     },
     60_000,
-    `the GPU probe report matching ${SCENARIO.probe.expectText}`,
+    `${what} matching ${pattern}`,
   );
-  assert.match(reportText, SCENARIO.probe.expectText);
-  const status = page.locator(".statusbar-item", { hasText: "GPU" }).first();
-  await status.waitFor();
-  assert.match(await status.innerText(), SCENARIO.probe.statusText);
-  await screenshot("probe.png");
 }
 
 /** Runs a command from the command palette: the row titled exactly `title`, else the first row
