@@ -10,13 +10,15 @@ local plugin_dir = assert(os.getenv("CULINT_NVIM_PLUGIN"), "CULINT_NVIM_PLUGIN i
 local culint_bin = assert(os.getenv("CULINT_BIN"), "CULINT_BIN is not set")
 local script = assert(os.getenv("CULINT_E2E_FILE"), "CULINT_E2E_FILE is not set")
 
-local EXPECTED_CODES = { "CUL201", "CUL202" }
+local EXPECTED_CODES = { "CUL201", "CUL202", "CUL303" }
 local FIX = {
   code = "CUL202",
   title = "after the memory is released",
   before = "    torch.cuda.empty_cache()\n    del model, optimizer",
   after = "    del model, optimizer\n    torch.cuda.empty_cache()",
 }
+-- :CulintFixAll then applies the remaining safe fix (CUL303), not the unsafe one (CUL201).
+local FIX_ALL = { before = "torch.cuda.amp.autocast()", after = 'torch.amp.autocast("cuda")' }
 local has_nvidia_driver = vim.loop.fs_stat("/dev/nvidiactl") ~= nil
 local PROBE_TEXT = has_nvidia_driver and "free" or "no NVIDIA driver"
 local OOM_ERROR = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
@@ -209,6 +211,17 @@ check("a quick fix applies through vim.lsp.buf.code_action", function()
       end
     end
     return true
+  end)
+end, true)
+
+check(":CulintFixAll applies the remaining safe fix", function()
+  local before = buffer_text(bufnr)
+  local first, last = before:find(FIX_ALL.before, 1, true)
+  assert(first, "the fixture lacks " .. FIX_ALL.before)
+  local expected = before:sub(1, first - 1) .. FIX_ALL.after .. before:sub(last + 1)
+  vim.cmd("CulintFixAll")
+  wait_for("the buffer to read as fixed by :CulintFixAll", function()
+    return buffer_text(bufnr) == expected
   end)
 end, true)
 

@@ -56,6 +56,7 @@ try {
   await step("diagnostics appear in the Problems panel", () => problemsShowFindings());
   await step("hover shows the rule doc", () => hoverShowsRuleDoc());
   await step("a quick fix rewrites the file", () => quickFixRewritesFile());
+  await step("culint: Fix all applies the safe fixes", () => fixAllRewritesFile());
   await step("culint: Explain error explains the selected log", () => explainsSelection());
   await step("culint: Probe GPU reports", () => probeReports());
 } catch (error) {
@@ -179,6 +180,32 @@ async function quickFixRewritesFile() {
     `${SCENARIO.fix.code} to leave the Problems panel`,
   );
   await screenshot("after-fix.png");
+  await focusEditor();
+}
+
+async function fixAllRewritesFile() {
+  const before = readFileSync(scriptPath, "utf8");
+  await focusEditor();
+  await runCommand("culint: Fix all");
+  await page.keyboard.press("Control+S");
+  const after = await waitFor(
+    () => {
+      const text = readFileSync(scriptPath, "utf8");
+      return text !== before ? text : undefined;
+    },
+    20_000,
+    `${SCENARIO.file} on disk to change after Fix all and save`,
+  );
+  assert.equal(after, SCENARIO.fixAll.expected(before), "the file after Fix all");
+  await runCommand("View: Focus Problems");
+  await waitFor(
+    async () => {
+      const rows = await page.locator(".markers-panel .monaco-list-row").allInnerTexts();
+      return rows.every((row) => !row.includes(SCENARIO.fixAll.code)) || undefined;
+    },
+    30_000,
+    `${SCENARIO.fixAll.code} to leave the Problems panel`,
+  );
   await focusEditor();
 }
 
