@@ -85,7 +85,8 @@ import torch
 def train(model, loader, optimizer):
     for inputs, targets in loader:
         optimizer.zero_grad()
-        loss = torch.nn.functional.cross_entropy(model(inputs.cuda()), targets.cuda())
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = torch.nn.functional.cross_entropy(model(inputs.cuda()), targets.cuda())
         loss.backward()
         optimizer.step()
         torch.cuda.empty_cache()
