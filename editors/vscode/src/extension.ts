@@ -5,7 +5,7 @@ import * as vscode from "vscode";
 import { ResponseError } from "vscode-languageclient/node";
 
 import { MarkdownView, SCHEME } from "./markdownView";
-import { summarizeProbe, summarizeProbeFailure } from "./probeReport";
+import { type ProbeSummary, summarizeProbe, summarizeProbeFailure } from "./probeReport";
 import { CulintServer, errorMessage } from "./server";
 
 /** LSP's RequestFailed: the server's answer to `culint.probe` on a machine with no NVIDIA driver
@@ -50,7 +50,7 @@ export async function deactivate(): Promise<void> {
 }
 
 async function probeGpu(culint: CulintServer, view: MarkdownView, status: vscode.StatusBarItem): Promise<void> {
-  let summary;
+  let summary: ProbeSummary;
   try {
     summary = summarizeProbe(await culint.executeCommand("culint.probe", []));
   } catch (error) {
