@@ -152,7 +152,7 @@ fn registry_codes_and_names_are_unique_and_well_formed() {
             rule.code.len() == 6 && rule.code.starts_with("CUL") && rule.code[3..].bytes().all(|b| b.is_ascii_digit())
         );
         assert!(
-            rule.name.bytes().all(|b| b.is_ascii_lowercase() || b == b'-'),
+            rule.name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'),
             "{}: name must be kebab-case",
             rule.code
         );

@@ -51,6 +51,11 @@ pub struct FileReport {
 }
 
 impl FileReport {
+    /// A path that was not checked (excluded), with nothing to report.
+    pub fn unchecked(path: PathBuf) -> Self {
+        Self::empty(path)
+    }
+
     fn empty(path: PathBuf) -> Self {
         Self {
             path,

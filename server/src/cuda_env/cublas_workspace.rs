@@ -7,7 +7,7 @@ pub fn parse(value: &str) -> Result<u64, String> {
         return Err(format!("`{value}` must start with `:`; the format is `:SIZE_KiB:COUNT`, e.g. `:4096:8`"));
     };
     let fields: Vec<&str> = rest.split(':').collect();
-    if fields.len() % 2 != 0 {
+    if !fields.len().is_multiple_of(2) {
         return Err(format!(
             "`{value}` has an odd number of fields; it must be `:SIZE_KiB:COUNT` pairs, e.g. `:4096:8`"
         ));

@@ -152,7 +152,7 @@ fn wheel_copies(library: CudaLibrary, python_dirs: &[PathBuf]) -> Vec<PathBuf> {
             }
         }
     }
-    found.sort_by(|a, b| b.0.cmp(&a.0));
+    found.sort_by_key(|(major, _)| std::cmp::Reverse(*major));
     found.into_iter().map(|(_, path)| path).collect()
 }
 

@@ -5,16 +5,19 @@ pub mod edits;
 mod alloc_conf_after_cuda_init;
 mod cublas_handle_leak;
 mod deprecated_cuda_amp;
+mod device_index_out_of_range;
 mod device_map_auto_without_max_memory;
 mod empty_cache_before_release;
 mod empty_cache_in_step_loop;
 mod eval_without_no_grad;
+mod fp16_where_bf16_is_native;
 mod graph_kept_across_iterations;
 mod invalid_alloc_conf;
 mod missing_autocast;
 mod missing_gradient_checkpointing;
 mod missing_set_device;
 mod missing_zero_grad;
+mod model_exceeds_gpu_memory;
 mod retain_graph_in_loop;
 mod tensor_stored_on_module;
 mod torch_load_to_saved_device;
@@ -105,6 +108,9 @@ pub static RULES: &[&Rule] = &[
     &zero_grad_keeps_buffers::RULE,
     &cublas_handle_leak::RULE,
     &unknown_cuda_env_var::RULE,
+    &device_index_out_of_range::RULE,
+    &fp16_where_bf16_is_native::RULE,
+    &model_exceeds_gpu_memory::RULE,
 ];
 
 pub fn by_code(code: &str) -> Option<&'static Rule> {

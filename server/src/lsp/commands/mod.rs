@@ -1,6 +1,7 @@
 //! Commands for `workspace/executeCommand`, one file each.
 
 pub mod apply_all_fixes;
+pub mod debug_document_text;
 pub mod explain;
 pub mod probe;
 

@@ -4,7 +4,7 @@ use serde_json::Value;
 use tower_lsp_server::jsonrpc::{Error, Result};
 use tower_lsp_server::ls_types::ExecuteCommandParams;
 
-use crate::lsp::commands::{self, apply_all_fixes, explain, probe};
+use crate::lsp::commands::{self, apply_all_fixes, debug_document_text, explain, probe};
 use crate::lsp::context::ServerContext;
 
 pub async fn execute_command(context: &ServerContext, params: ExecuteCommandParams) -> Result<Option<Value>> {
@@ -12,6 +12,7 @@ pub async fn execute_command(context: &ServerContext, params: ExecuteCommandPara
         apply_all_fixes::NAME => apply_all_fixes::run(context, &params.arguments).await,
         explain::NAME => explain::run(context, &params.arguments).await,
         probe::NAME => probe::run(context, &params.arguments).await,
+        debug_document_text::NAME => debug_document_text::run(context, &params.arguments).await,
         other => Err(Error::invalid_params(format!(
             "culint has no command `{other}`; its commands are {}",
             commands::ALL.join(", ")
