@@ -159,7 +159,7 @@ async function quickFixRewritesFile() {
     await page.keyboard.press("ArrowDown");
   }
   await page.keyboard.press("Enter");
-  await page.keyboard.press("Control+S");
+  await saveWhenEdited();
   const after = await waitFor(
     () => {
       const text = readFileSync(scriptPath, "utf8");
@@ -183,11 +183,18 @@ async function quickFixRewritesFile() {
   await focusEditor();
 }
 
+/** Saves the active editor once an edit has made it dirty. (Fix all's edit comes from the server
+ * through workspace/applyEdit, a moment after the command returns; saving earlier saves nothing.) */
+async function saveWhenEdited() {
+  await page.locator(".tabs-container .tab.active.dirty").waitFor({ timeout: 20_000 });
+  await page.keyboard.press("Control+S");
+}
+
 async function fixAllRewritesFile() {
   const before = readFileSync(scriptPath, "utf8");
   await focusEditor();
   await runCommand("culint: Fix all");
-  await page.keyboard.press("Control+S");
+  await saveWhenEdited();
   const after = await waitFor(
     () => {
       const text = readFileSync(scriptPath, "utf8");
