@@ -27,7 +27,7 @@ pub struct LoopInfo<'a> {
 /// Names of functions that evaluate rather than train.
 pub fn is_eval_function_name(name: &str) -> bool {
     let name = name.trim_start_matches('_').to_ascii_lowercase();
-    ["eval", "valid", "test", "predict", "infer", "generate", "sample", "benchmark"].iter().any(|p| name.starts_with(p))
+    ["eval", "valid", "test", "predict", "infer"].iter().any(|p| name.starts_with(p))
         || name.ends_with("_eval")
         || name.ends_with("_evaluate")
         || name.contains("evaluat")
