@@ -142,7 +142,9 @@ fn check_import<'a>(checker: &mut Checker<'_, 'a>, statement: Node<'a>) {
     if !imports_deprecated_module(model, statement) {
         return;
     }
-    let fix = import_plan(model, statement).map(|edits| Fix::safe("Import from `torch.amp` instead", edits));
+    let fix = checker
+        .memo(statement.id(), || import_plan(model, statement))
+        .map(|edits| Fix::safe("Import from `torch.amp` instead", edits));
     let diagnostic =
         checker.report_node(statement, "`torch.cuda.amp` is deprecated and will be removed: import from `torch.amp`");
     if let Some(fix) = fix {
@@ -157,7 +159,7 @@ fn check_use<'a>(checker: &mut Checker<'_, 'a>, site: Node<'a>, target: Option<N
     let Some(api) = model.qualified_name(target).as_deref().and_then(Api::of_qualified) else { return };
     let (fix, title) = match importing_statement(model, target) {
         Some(statement) => (
-            import_plan(model, statement),
+            checker.memo(statement.id(), || import_plan(model, statement)),
             format!("Use `{}`, rewriting the import and its other uses", api.replacement()),
         ),
         None => (site_edits(model, site, api, true), format!("Use `{}`", api.replacement())),

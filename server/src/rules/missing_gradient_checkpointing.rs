@@ -92,21 +92,25 @@ static LARGE_VISION: LazyLock<Regex> = LazyLock::new(|| {
 fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
     let model = checker.model;
     let node = candidate.node;
-    if !model.is_training_context() || checkpointing_is_on(model) {
-        return;
-    }
+    // Cheap shape tests first: `checkpointing_is_on` looks at every call of the file.
     if node.kind() == "assignment" {
-        if let Some((block, input)) = chained_block_in_forward(model, node) {
-            let fix = checkpoint_block(model, node, block, input);
-            let diagnostic = checker.report_node(node, "This stack of blocks runs without activation checkpointing: every block's activations stay alive until the backward");
-            if let Some(fix) = fix {
-                diagnostic.with_fix(fix);
-            }
+        let Some((block, input)) = chained_block_in_forward(model, node) else { return };
+        if !model.is_training_context() || checker.memo(0, || checkpointing_is_on(model)) {
+            return;
+        }
+        let fix = checkpoint_block(model, node, block, input);
+        let diagnostic = checker.report_node(node, "This stack of blocks runs without activation checkpointing: every block's activations stay alive until the backward");
+        if let Some(fix) = fix {
+            diagnostic.with_fix(fix);
         }
         return;
     }
     let Some(kind) = large_model_kind(model, node) else { return };
-    if model_reaches_unseen_helper(model, node) || returned_to_another_module(model, node) {
+    if !model.is_training_context()
+        || checker.memo(0, || checkpointing_is_on(model))
+        || model_reaches_unseen_helper(model, node)
+        || returned_to_another_module(model, node)
+    {
         return;
     }
     let fix = enable_after_load(model, node, kind);
