@@ -9,7 +9,7 @@
   response, the server never dies, and its memory stays bounded.
 
 Prints a Markdown summary for RELIABILITY.md; exits 1 on any failure.
-Usage: python3 bench/lsp_stress.py [--culint PATH] [--edits N] [--documents N] [--seed N]
+Usage: python3 bench/lsp_stress.py [--culint PATH] [--edits N] [--documents N] [--huge-mb N] [--seed N]
 """
 
 import argparse
@@ -18,12 +18,19 @@ import os
 import random
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 FRAGMENTS = ["x", "loss", "\n", "\n    ", "注释", "😀", "é", " ", "(", ")", "torch.cuda.empty_cache()\n", "\t", "🚀🚀", "# 中文\n", ""]
+# Memory bounds: one edited document must stay small; the huge document (closed again) and the
+# many small ones together must not run away.
+EDIT_SESSION_RSS_LIMIT_MIB = 512
+HOSTILE_RSS_LIMIT_MIB = 2048
+# The edited document hovers around this many characters.
+TARGET_CHARS = 1500
 SCRIPT = """import torch  # 训练脚本 😀
 model = torch.nn.Linear(8, 8).cuda()
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -37,7 +44,9 @@ for step in range(100):
 
 class Server:
     def __init__(self, culint):
-        self.proc = subprocess.Popen([culint, "server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        # The server's own log, shown when it dies.
+        self.log = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen([culint, "server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log)
         self.next_id = 0
         self.responses = {}
         self.cond = threading.Condition()
@@ -65,12 +74,12 @@ class Server:
                 # A request from the server (registration, configuration): answer it.
                 self.send({"jsonrpc": "2.0", "id": body["id"], "result": None})
 
-    def send_raw(self, payload: bytes):
-        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(payload) + payload)
+    def send_raw(self, data: bytes):
+        self.proc.stdin.write(data)
         self.proc.stdin.flush()
 
     def send(self, message):
-        self.send_raw(json.dumps(message).encode())
+        self.send_raw(frame(json.dumps(message).encode()))
 
     def notify(self, method, params):
         self.send({"jsonrpc": "2.0", "method": method, "params": params})
@@ -85,7 +94,7 @@ class Server:
         with self.cond:
             while request_id not in self.responses:
                 if self.proc.poll() is not None:
-                    raise RuntimeError("the server exited")
+                    raise RuntimeError(f"the server exited with {self.proc.returncode}:\n{self.log_tail()}")
                 remaining = deadline - time.time()
                 if remaining <= 0:
                     raise TimeoutError(f"no response to request {request_id}")
@@ -94,6 +103,10 @@ class Server:
 
     def request(self, method, params, timeout=60):
         return self.wait(self.request_async(method, params), timeout)
+
+    def log_tail(self):
+        self.log.seek(0)
+        return self.log.read().decode("utf-8", "replace")[-3000:]
 
     def rss_mib(self):
         for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
@@ -111,6 +124,10 @@ class Server:
             self.proc.wait(timeout=10)
         except Exception:
             self.proc.kill()
+
+
+def frame(body: bytes) -> bytes:
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
 
 
 def units(text, encoding):
@@ -142,12 +159,15 @@ def edit_session(culint, encoding, edits, rng, root):
     negotiated = initialize(server, encoding, root)
     assert negotiated == encoding, f"asked for {encoding}, got {negotiated}"
     uri = (root / f"stress_{encoding}.py").as_uri()
-    text = SCRIPT
+    text = SCRIPT * 4
     server.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 0, "text": text}})
     peak = server.rss_mib()
     for version in range(1, edits + 1):
         start = rng.randrange(len(text) + 1)
-        end = min(len(text), start + rng.choice([0, 0, 1, 3, 12, 40]))
+        # Deletions are longer than insertions on average: below the target size, only insert,
+        # so the document keeps several lines of mixed-width text to edit.
+        span = rng.choice([0, 0, 1, 3, 12, 40]) if len(text) > TARGET_CHARS else 0
+        end = min(len(text), start + span)
         # Never split a surrogate pair's character: indices are Python characters, always whole.
         new = rng.choice(FRAGMENTS)
         change = {"range": {"start": position(text, start, encoding), "end": position(text, end, encoding)}, "text": new}
@@ -163,14 +183,31 @@ def edit_session(culint, encoding, edits, rng, root):
     return ok, len(text.encode()), peak
 
 
-def hostile_session(culint, documents, root):
+def hostile_session(culint, documents, huge_mb, root):
     server = Server(culint)
     initialize(server, "utf-16", root)
     results = {}
 
-    server.send_raw(b'{"jsonrpc": "2.0", "id": 999, "method": ')  # malformed JSON
-    reply = server.request("textDocument/hover", {"textDocument": {"uri": (root / "nowhere.py").as_uri()}, "position": {"line": 0, "character": 0}})
-    results["malformed JSON, then a request still answered"] = server.alive() and "error" in reply
+    nowhere = {"textDocument": {"uri": (root / "nowhere.py").as_uri()}, "position": {"line": 0, "character": 0}}
+    malformed = {
+        "truncated JSON": frame(b'{"jsonrpc": "2.0", "id": 999, "method": '),
+        "a body that is not UTF-8": frame(b"\xff\xfe{}"),
+        "JSON that is not a JSON-RPC message": frame(b"{}"),
+        "a batch array": frame(b"[1, 2]"),
+        "a header without Content-Length": b"Content-Type: text/plain\r\n\r\n",
+        "a non-numeric Content-Length": b"Content-Length: many\r\n\r\n",
+        "garbage bytes": b"\x00\x01garbage\r\n\r\n",
+    }
+    for name, raw in malformed.items():
+        server.send_raw(raw)
+        try:
+            reply = server.request("textDocument/hover", nowhere, timeout=30)
+            results[f"{name}, then a request still answered"] = server.alive() and "error" in reply
+        except (RuntimeError, TimeoutError) as error:
+            results[f"{name}, then a request still answered"] = False
+            print(f"after {name}: {error}", file=sys.stderr)
+            server = Server(culint)
+            initialize(server, "utf-16", root)
 
     reply = server.request("culint/noSuchMethod", {})
     results["unknown method answered with an error"] = reply.get("error", {}).get("code") == -32601
@@ -188,12 +225,13 @@ def hostile_session(culint, documents, root):
     reply = server.request("textDocument/hover", {"textDocument": {"uri": uri}, "position": "not a position"})
     results["malformed params answered with an error"] = "error" in reply
 
-    huge = (SCRIPT * (10_000_000 // len(SCRIPT) + 1))[:10_000_000]
+    huge_bytes = huge_mb * 1_000_000
+    huge = (SCRIPT * (huge_bytes // len(SCRIPT) + 1))[:huge_bytes]
     huge_uri = (root / "huge.py").as_uri()
     started = time.time()
     server.notify("textDocument/didOpen", {"textDocument": {"uri": huge_uri, "languageId": "python", "version": 0, "text": huge}})
     reply = server.request("textDocument/diagnostic", {"textDocument": {"uri": huge_uri}}, timeout=300)
-    results["10 MB document linted"] = "result" in reply or "error" in reply
+    results[f"{huge_mb} MB document answered"] = "result" in reply or "error" in reply
     huge_seconds = time.time() - started
     huge_rss = server.rss_mib()
     server.notify("textDocument/didClose", {"textDocument": {"uri": huge_uri}})
@@ -223,6 +261,7 @@ def main():
     parser.add_argument("--culint", default=str(ROOT / "target" / "release" / "culint"))
     parser.add_argument("--edits", type=int, default=10_000)
     parser.add_argument("--documents", type=int, default=1000)
+    parser.add_argument("--huge-mb", type=int, default=10, help="size of the huge document, in MB")
     parser.add_argument("--seed", type=int, default=20261121)
     args = parser.parse_args()
     root = Path("/tmp/culint-lsp-stress")
@@ -237,16 +276,20 @@ def main():
         print(f"| {encoding} | {args.edits} | {'yes' if ok else 'NO'} | {size} bytes | {peak:.0f} MiB |")
         if not ok:
             failures.append(f"{encoding}: the server's text differs from the client's")
+        if peak > EDIT_SESSION_RSS_LIMIT_MIB:
+            failures.append(f"{encoding}: peak RSS {peak:.0f} MiB is over {EDIT_SESSION_RSS_LIMIT_MIB} MiB")
 
-    results, huge_seconds, huge_rss, many_rss, cancelled = hostile_session(args.culint, args.documents, root)
+    results, huge_seconds, huge_rss, many_rss, cancelled = hostile_session(args.culint, args.documents, args.huge_mb, root)
     print("\n| hostile input | outcome |")
     print("|---|---|")
     for name, ok in results.items():
         print(f"| {name} | {'ok' if ok else 'FAILED'} |")
         if not ok:
             failures.append(name)
-    print(f"\n10 MB document: diagnostics in {huge_seconds:.1f} s, RSS {huge_rss:.0f} MiB; "
+    print(f"\n{args.huge_mb} MB document: diagnostics in {huge_seconds:.1f} s, RSS {huge_rss:.0f} MiB; "
           f"{args.documents} open documents: RSS {many_rss:.0f} MiB; {cancelled}/50 requests cancelled before they ran.")
+    if many_rss > HOSTILE_RSS_LIMIT_MIB:
+        failures.append(f"RSS {many_rss:.0f} MiB after the hostile session is over {HOSTILE_RSS_LIMIT_MIB} MiB")
     if failures:
         print("\nFailures: " + "; ".join(failures))
         sys.exit(1)

@@ -8,6 +8,7 @@ pub mod commands;
 pub mod context;
 pub mod diagnostics;
 pub mod edits;
+pub mod framing;
 pub mod handlers;
 pub mod ignore_comment;
 pub mod log;

@@ -91,10 +91,11 @@ pub enum Ending {
 }
 
 /// Serve LSP over a pair of byte streams (stdio in production, an in-memory pipe in tests)
-/// until the client sends `exit` or closes the input.
+/// until the client sends `exit` or closes the input. Malformed messages are dropped before the
+/// transport sees them (see `framing`), so one of them does not end the session.
 pub async fn serve<I, O>(input: I, output: O) -> Ending
 where
-    I: tokio::io::AsyncRead + Unpin,
+    I: tokio::io::AsyncRead + Unpin + Send + 'static,
     O: tokio::io::AsyncWrite,
 {
     let mut session = None;
@@ -103,6 +104,7 @@ where
         session = Some(server.context.session.clone());
         server
     });
+    let input = super::framing::well_formed_messages(input);
     tower_lsp_server::Server::new(input, output, socket).concurrency_level(MAX_CONCURRENCY).serve(service).await;
     match session {
         Some(session) if session.lock().shutdown_requested => Ending::Orderly,

@@ -299,6 +299,12 @@ fn insert_division(model: &Model<'_>, call: Node<'_>, subject: Node<'_>, divisor
     if subject.kind() != "identifier" {
         return None;
     }
+    // Around a syntax error the parser may not see the inserted line as an assignment before the
+    // backward, so the finding would stay and each `--fix` pass would insert the line again.
+    let scope = ast::enclosing_function(call).unwrap_or_else(|| model.tree.root_node());
+    if scope.has_error() {
+        return None;
+    }
     let statement = call.parent().filter(|s| s.kind() == "expression_statement")?;
     edits::own_lines(model.text, statement)?;
     let loss = model.node_text(subject);

@@ -1,0 +1,190 @@
+//! A filter in front of the protocol transport: it passes on each well-formed message and drops,
+//! with a line in the server's log, each one that is not.
+//!
+//! tower-lsp-server answers the first malformed message (bad JSON, a missing `Content-Length`,
+//! a body that is not a JSON-RPC message) with a parse error and then stops reading, because its
+//! framed reader ends at the first decode error: one bad message from an editor would end the
+//! session. Filtering here keeps the server alive.
+
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader, DuplexStream};
+use tower_lsp_server::jsonrpc::{Request, Response};
+
+/// A header line longer than this is garbage, not a header.
+const MAX_HEADER_LINE: u64 = 8 * 1024;
+/// The largest message accepted: a few hundred megabytes of source text is no editor's buffer.
+const MAX_MESSAGE: usize = 512 * 1024 * 1024;
+
+/// One framed unit read from the client.
+#[derive(Debug, PartialEq, Eq)]
+enum Frame {
+    Message(Vec<u8>),
+    Malformed(String),
+}
+
+/// The client's stream with every malformed message removed.
+pub fn well_formed_messages<I>(input: I) -> DuplexStream
+where
+    I: AsyncRead + Unpin + Send + 'static,
+{
+    let (mut forward, filtered) = tokio::io::duplex(64 * 1024);
+    tokio::spawn(async move {
+        let mut input = BufReader::new(input);
+        loop {
+            match next_frame(&mut input).await {
+                Ok(Some(Frame::Message(body))) => {
+                    let header = format!("Content-Length: {}\r\n\r\n", body.len());
+                    let sent = async {
+                        forward.write_all(header.as_bytes()).await?;
+                        forward.write_all(&body).await?;
+                        forward.flush().await
+                    };
+                    if sent.await.is_err() {
+                        // The transport has stopped reading: the session is over.
+                        break;
+                    }
+                }
+                Ok(Some(Frame::Malformed(reason))) => {
+                    super::log::write(&format!("culint: ignored a malformed message from the client: {reason}"));
+                }
+                Ok(None) => break,
+                Err(error) => {
+                    super::log::write(&format!("culint: cannot read from the client: {error}"));
+                    break;
+                }
+            }
+        }
+    });
+    filtered
+}
+
+/// Read the next frame; `None` at the end of the stream.
+async fn next_frame<R: AsyncBufReadExt + Unpin>(input: &mut R) -> std::io::Result<Option<Frame>> {
+    let mut content_length = None;
+    let mut problem = None;
+    let mut line = Vec::new();
+    let mut saw_header = false;
+    loop {
+        line.clear();
+        let read = (&mut *input).take(MAX_HEADER_LINE).read_until(b'\n', &mut line).await?;
+        if read == 0 {
+            return Ok(if saw_header {
+                Some(Frame::Malformed("the stream ended inside a header".into()))
+            } else {
+                None
+            });
+        }
+        let text = String::from_utf8_lossy(&line);
+        let text = text.trim_end_matches(['\r', '\n']);
+        if text.is_empty() {
+            if saw_header {
+                break;
+            }
+            // Blank lines between messages carry nothing.
+            continue;
+        }
+        saw_header = true;
+        match text.split_once(':') {
+            Some((name, value)) if name.trim().eq_ignore_ascii_case("content-length") => {
+                match value.trim().parse::<usize>() {
+                    Ok(length) => content_length = Some(length),
+                    Err(_) => problem = Some(format!("`Content-Length` is `{}`, not a number", value.trim())),
+                }
+            }
+            Some(_) => {}
+            None => problem = Some(format!("`{}` is not a header", truncate(text))),
+        }
+    }
+    if let Some(problem) = problem {
+        return Ok(Some(Frame::Malformed(problem)));
+    }
+    let Some(length) = content_length else {
+        return Ok(Some(Frame::Malformed("a message without `Content-Length`".into())));
+    };
+    if length > MAX_MESSAGE {
+        // Skip the body without holding it.
+        tokio::io::copy(&mut (&mut *input).take(length as u64), &mut tokio::io::sink()).await?;
+        return Ok(Some(Frame::Malformed(format!("a message of {length} bytes is over the limit of {MAX_MESSAGE}"))));
+    }
+    let mut body = vec![0; length];
+    input.read_exact(&mut body).await?;
+    Ok(Some(match check_message(&body) {
+        Ok(()) => Frame::Message(body),
+        Err(reason) => Frame::Malformed(reason),
+    }))
+}
+
+/// Accept exactly what the transport can decode: a JSON-RPC request, notification or response.
+fn check_message(body: &[u8]) -> Result<(), String> {
+    let value: serde_json::Value = serde_json::from_slice(body).map_err(|e| format!("invalid JSON ({e})"))?;
+    if serde_json::from_value::<Request>(value.clone()).is_ok() || serde_json::from_value::<Response>(value).is_ok() {
+        Ok(())
+    } else {
+        Err("valid JSON, but not a JSON-RPC request, notification or response".into())
+    }
+}
+
+fn truncate(text: &str) -> String {
+    match text.char_indices().nth(60) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn frames(input: &[u8]) -> Vec<Frame> {
+        let mut reader = BufReader::new(input);
+        let mut out = Vec::new();
+        while let Some(frame) = next_frame(&mut reader).await.unwrap() {
+            out.push(frame);
+        }
+        out
+    }
+
+    fn framed(body: &str) -> String {
+        format!("Content-Length: {}\r\n\r\n{body}", body.len())
+    }
+
+    const PING: &str = r#"{"jsonrpc":"2.0","id":1,"method":"shutdown"}"#;
+
+    #[tokio::test]
+    async fn passes_messages_and_drops_broken_ones() {
+        let input = [
+            framed(PING),
+            framed(r#"{"jsonrpc": "2.0", "id": 999, "method": "#),
+            framed("{}"),
+            framed("[1, 2]"),
+            "Content-Length: nine\r\n\r\n".to_owned(),
+            "garbage without a colon\r\n\r\n".to_owned(),
+            "Content-Type: text/plain\r\n\r\n".to_owned(),
+            framed(r#"{"jsonrpc":"2.0","method":"initialized","params":{}}"#),
+        ]
+        .concat();
+        let frames = frames(input.as_bytes()).await;
+        let kinds: Vec<bool> = frames.iter().map(|f| matches!(f, Frame::Message(_))).collect();
+        assert_eq!(kinds, [true, false, false, false, false, false, false, true], "{frames:?}");
+        assert_eq!(frames[0], Frame::Message(PING.as_bytes().to_vec()));
+        assert!(matches!(&frames[1], Frame::Malformed(reason) if reason.starts_with("invalid JSON")));
+        assert!(matches!(&frames[4], Frame::Malformed(reason) if reason.contains("`nine`, not a number")));
+    }
+
+    #[tokio::test]
+    async fn a_body_that_is_not_utf8_is_dropped() {
+        let mut input = b"Content-Length: 3\r\n\r\n\xff\xfe\xfd".to_vec();
+        input.extend(framed(PING).as_bytes());
+        let frames = frames(&input).await;
+        assert!(matches!(&frames[0], Frame::Malformed(_)));
+        assert_eq!(frames[1], Frame::Message(PING.as_bytes().to_vec()));
+    }
+
+    #[tokio::test]
+    async fn the_filtered_stream_carries_the_good_messages() {
+        let input = [framed("not json"), framed(PING)].concat();
+        let mut filtered = well_formed_messages(std::io::Cursor::new(input.into_bytes()));
+        let mut out = String::new();
+        filtered.read_to_string(&mut out).await.unwrap();
+        assert_eq!(out, framed(PING));
+    }
+}
