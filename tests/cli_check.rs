@@ -383,3 +383,63 @@ fn probe_reads_the_gpu_or_says_why_not() {
     }
     assert_eq!(culint(dir.path(), &["check", "--probe-device", "1"]).code, 2, "--probe-device needs --probe");
 }
+
+#[test]
+fn a_config_named_with_a_relative_path_anchors_its_globs_at_its_directory() {
+    let dir = project(&[
+        ("ci/culint.toml", b"exclude = [\"legacy/*.py\"]\n[per-file-ignores]\n\"experiments/**\" = [\"CUL201\"]\n"),
+        ("ci/legacy/old.py", STEP_LOOP.as_bytes()),
+        ("ci/experiments/try.py", STEP_LOOP.as_bytes()),
+        ("ci/train.py", STEP_LOOP.as_bytes()),
+    ]);
+    let run = culint(
+        dir.path(),
+        &["check", "--config", "ci/culint.toml", "--select", "CUL201", "--output-format", "concise", "ci"],
+    );
+    let files: Vec<&str> =
+        run.stdout.lines().filter_map(|l| l.split(':').next()).filter(|f| f.ends_with(".py")).collect();
+    assert_eq!(files, ["ci/train.py"], "{}{}", run.stdout, run.stderr);
+}
+
+#[test]
+fn excluded_stdin_filenames_are_not_linted() {
+    let dir = project(&[("culint.toml", b"exclude = [\"vendored\"]\n")]);
+    let args = ["check", "-", "--stdin-filename", "vendored/loop.py", "--select", "CUL201"];
+    let run = cli_support::culint_stdin(dir.path(), &args, STEP_LOOP.as_bytes());
+    assert_eq!((run.code, run.stdout.as_str()), (0, "All checks passed!\n"), "{}", run.stderr);
+
+    let mut fix_args = args.to_vec();
+    fix_args.push("--fix");
+    let fixed = cli_support::culint_stdin(dir.path(), &fix_args, STEP_LOOP.as_bytes());
+    assert_eq!(fixed.stdout, STEP_LOOP, "an excluded file passes through --fix unchanged");
+}
+
+#[test]
+fn configured_severity_reaches_every_format() {
+    let dir = project(&[
+        ("train.py", STEP_LOOP.as_bytes()),
+        (
+            "pyproject.toml",
+            b"[tool.culint]\nselect = [\"CUL201\"]\n[tool.culint.severity]\nempty-cache-in-step-loop = \"error\"\n",
+        ),
+    ]);
+    let github = culint(dir.path(), &["check", "--output-format", "github"]);
+    assert!(github.stdout.starts_with("::error file=train.py,"), "{}", github.stdout);
+    let full = culint(dir.path(), &["check"]);
+    assert!(full.stdout.starts_with("error[CUL201]: "), "{}", full.stdout);
+    let sarif = culint(dir.path(), &["check", "--output-format", "sarif"]);
+    let log: serde_json::Value = serde_json::from_str(&sarif.stdout).unwrap();
+    assert_eq!(log["runs"][0]["results"][0]["level"], "error");
+}
+
+#[test]
+fn output_format_comes_from_the_configuration_unless_given() {
+    let dir = project(&[
+        ("train.py", STEP_LOOP.as_bytes()),
+        ("culint.toml", b"output-format = \"concise\"\nselect = [\"CUL201\"]\n"),
+    ]);
+    let configured = culint(dir.path(), &["check"]);
+    assert!(configured.stdout.starts_with("train.py:12:5: CUL201 "), "{}", configured.stdout);
+    let given = culint(dir.path(), &["check", "--output-format", "github"]);
+    assert!(given.stdout.starts_with("::warning file=train.py,"), "{}", given.stdout);
+}

@@ -162,6 +162,8 @@ fn torchrun_ranks_are_merged_into_one_finding() {
     assert_eq!(finding.frames.len(), 3, "the same traceback of four ranks is listed once: {:?}", finding.frames);
     let text = report.to_text(false);
     assert!(text.contains("line 35, 4 times on ranks (rank0, rank1, rank2, rank3)"), "{text}");
+    assert_eq!(text.matches("when calling `cublasCreate(handle)`").count(), 1, "one line stands for all ranks: {text}");
+    assert!(text.contains("… 3 more"), "{text}");
 }
 
 #[test]
@@ -261,7 +263,7 @@ fn chinese_report_translates_labels_and_reasons() {
     let text = fixture("oom_new_fragmentation.log");
     let markdown = explain_markdown(&text, Lang::Zh);
     assert!(markdown.contains("碎片化导致的 CUDA 显存不足"), "{markdown}");
-    assert!(markdown.contains("**出错时的显存** (诊断: 碎片化)"), "{markdown}");
+    assert!(markdown.contains("**出错时的显存** (诊断：碎片化)"), "{markdown}");
     assert!(markdown.contains("已保留但未分配 4.84 GiB"), "{markdown}");
     assert!(markdown.contains("**可行的办法**"));
 }

@@ -55,7 +55,7 @@ fn log_on_stdin_in_chinese() {
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
     let stdout = text(&output.stdout);
     assert!(stdout.contains("碎片化导致的 CUDA 显存不足"), "{stdout}");
-    assert!(stdout.contains("诊断: 碎片化"), "{stdout}");
+    assert!(stdout.contains("诊断：碎片化"), "{stdout}");
 }
 
 #[test]
@@ -123,12 +123,7 @@ fn list_and_show_entries() {
     assert!(text(&entry.stdout).starts_with("### 碎片化导致的 CUDA 显存不足"));
 }
 
-#[test]
-fn user_knowledge_directory_is_used() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("xid.toml"),
-        r#"
+const XID_ENTRY: &str = r#"
 id = "team/xid-79"
 title.en = "GPU fell off the bus"
 cause.en = "Hardware or power fault."
@@ -140,9 +135,12 @@ action.en = "Drain the node."
 when.en = "Always."
 code = "scontrol update nodename=$HOST state=drain"
 sources = ["https://docs.nvidia.com/deploy/xid-errors/index.html"]
-"#,
-    )
-    .unwrap();
+"#;
+
+#[test]
+fn user_knowledge_directory_is_used() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("xid.toml"), XID_ENTRY).unwrap();
     let output = culint()
         .args(["explain", "--knowledge-dir"])
         .arg(dir.path())
@@ -151,4 +149,20 @@ sources = ["https://docs.nvidia.com/deploy/xid-errors/index.html"]
         .unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
     assert!(text(&output.stdout).starts_with("[team/xid-79] GPU fell off the bus"));
+}
+
+#[test]
+fn configured_knowledge_dirs_are_used() {
+    let project = tempfile::tempdir().unwrap();
+    std::fs::create_dir(project.path().join("kb")).unwrap();
+    std::fs::write(project.path().join("kb/xid.toml"), XID_ENTRY).unwrap();
+    std::fs::write(project.path().join("culint.toml"), "knowledge-dirs = [\"kb\"]\n").unwrap();
+    let output = culint().current_dir(project.path()).args(["explain", "GPU has fallen off the bus"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    assert!(text(&output.stdout).starts_with("[team/xid-79]"));
+
+    std::fs::write(project.path().join("culint.toml"), "knowledge-dirs = 3\n").unwrap();
+    let output = culint().current_dir(project.path()).args(["explain", "x"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(text(&output.stderr).contains("culint.toml"), "{}", text(&output.stderr));
 }

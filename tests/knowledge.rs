@@ -6,6 +6,22 @@ use std::path::{Path, PathBuf};
 use culint::explain::{ExplainOptions, explain};
 use culint::knowledge::{BUILTIN_FILES, Base, Lang, Localized, builtin};
 
+/// Ids of the checks `culint probe` reports (server/src/probe). Entries name them so that a probe
+/// result and an error can point at each other. `env` stands for the `env.<VARIABLE>` checks.
+const PROBE_CHECKS: &[&str] = &[
+    "driver",
+    "devices",
+    "device",
+    "context",
+    "memory.free",
+    "memory.other-processes",
+    "memory.largest-allocation",
+    "cublas.handle",
+    "cublaslt.heuristic",
+    "torch.cuda",
+    "env",
+];
+
 /// Rule codes of the catalogue (RULES.md). Related rules must name one of these.
 const CATALOGUE: &[&str] = &[
     "CUL101", "CUL102", "CUL103", "CUL201", "CUL202", "CUL203", "CUL204", "CUL301", "CUL302", "CUL303", "CUL401",
@@ -176,11 +192,7 @@ fn related_rules_are_catalogue_codes() {
             }
         }
         for check in &entry.probe_checks {
-            assert!(
-                !check.is_empty() && check.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'),
-                "{}: probe check `{check}` is not kebab-case",
-                entry.id
-            );
+            assert!(PROBE_CHECKS.contains(&check.as_str()), "{}: `{check}` is not a probe check id", entry.id);
         }
     }
 }
@@ -320,4 +332,23 @@ fn knowledge_links_of_registered_rules_resolve() {
             );
         }
     }
+}
+
+#[test]
+fn knowledge_links_of_probe_checks_resolve() {
+    // Probe checks link entries with `.knowledge("id")` in code rather than a registry table.
+    let link = regex::Regex::new(r#"\.knowledge\("([^"]+)"\)"#).unwrap();
+    let mut links = 0;
+    for file in std::fs::read_dir(repo_root().join("server/src/probe")).unwrap() {
+        let path = file.unwrap().path();
+        if path.extension().is_none_or(|e| e != "rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        for id in link.captures_iter(&text).map(|c| c[1].to_owned()) {
+            links += 1;
+            assert!(builtin().entry(&id).is_some(), "{} links to unknown knowledge entry `{id}`", path.display());
+        }
+    }
+    assert!(links > 0, "no probe check links an entry; has the probe's API changed?");
 }

@@ -90,6 +90,18 @@ fn star_imported_helpers_are_resolved_through_the_project() {
 }
 
 #[test]
+fn setup_helper_that_hands_over_to_unseen_code_keeps_missing_set_device_quiet() {
+    let project = ProjectIndex::new();
+    let train = fixture("helper_calls_unseen/train.py");
+    let summary = found(project.lookup(Some(&train), "utils.init_distributed_mode"));
+    assert!(!summary.calls_set_device && summary.calls_unseen);
+    assert_eq!(findings(&train, Some(&project)), BTreeSet::new());
+    let logging = fixture("helper_calls_unseen/train_logging_helper.py");
+    assert_eq!(findings(&logging, Some(&project)), marked(&logging));
+    assert!(!marked(&logging).is_empty());
+}
+
+#[test]
 fn helper_that_never_sets_the_device_is_flagged() {
     let path = fixture("ddp_helper_no_set_device/train.py");
     let project = ProjectIndex::new();
@@ -137,6 +149,10 @@ fn package_reexports_are_followed_two_levels() {
     assert!(train.has_step_loop && train.enters_autocast);
     // pkg/__init__.py → api.py → relay.py → engine.py is one level too many.
     assert_missing(project.lookup(Some(&user), "pkg.far_train"));
+    // A package that re-exports with `from .tools import *`.
+    assert!(found(project.lookup(Some(&user), "star_pkg.pin_device")).calls_set_device);
+    assert_eq!(found(project.lookup(Some(&user), "star_pkg.describe")), FunctionSummary::default());
+    assert_missing(project.lookup(Some(&user), "star_pkg.nowhere"));
     // The same function by its own module is found, with the loop of the local helper it calls.
     let far = found(project.lookup(Some(&user), "pkg.engine.far_train"));
     assert!(far.has_step_loop && far.enters_autocast);
@@ -183,6 +199,9 @@ fn checkpointing_turned_on_in_a_peft_helper_is_summarised() {
     assert_eq!(findings(&lora_only, Some(&project)), marked(&lora_only));
     assert!(!marked(&lora_only).is_empty());
     assert_eq!(findings(&lora_only, None), BTreeSet::new());
+    // A helper that hands the model to code culint cannot see may turn checkpointing on.
+    assert!(found(project.lookup(Some(&train), "model_utils.prepare_with_vendor_kit")).calls_unseen);
+    assert_eq!(findings(&fixture("peft_helper/train_vendor_kit.py"), Some(&project)), BTreeSet::new());
 }
 
 #[test]

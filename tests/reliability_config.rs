@@ -30,9 +30,10 @@ fn huge_values_are_refused() {
     assert!(run.stderr.contains("`max-file-size`"), "{}", run.stderr);
     let (_, run) = refused("max-file-size = -1\n");
     assert!(run.stderr.contains("expected a positive size"), "{}", run.stderr);
-    // A 5 MB selector and a list of 100,000: refused as unknown, with the key named.
+    // A 5 MB configuration file is refused before it is parsed; a list of 100,000 unknown
+    // selectors is refused with the key named.
     let (_, run) = refused(&format!("select = [\"{}\"]\n", "C".repeat(5_000_000)));
-    assert!(run.stderr.contains("`select` at the top level: unknown rule selector"), "{:.300}", run.stderr);
+    assert!(run.stderr.contains("too large for a configuration file"), "{:.300}", run.stderr);
     let (_, run) = refused(&format!("ignore = [{}]\n", vec!["\"CUL999\""; 100_000].join(", ")));
     assert!(run.stderr.contains("`ignore` at the top level"), "{:.300}", run.stderr);
 }

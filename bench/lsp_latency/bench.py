@@ -229,11 +229,16 @@ def main():
     parser.add_argument("--server", action="append", required=True, help="server command line")
     parser.add_argument("--edits", type=int, default=1000)
     parser.add_argument("--files", type=int, default=1000)
+    parser.add_argument("--only", choices=["latency", "memory"], help="run one of the two measurements")
     args = parser.parse_args()
     results = {}
     for command in args.server:
         print(f"benchmarking {command} ...", file=sys.stderr)
-        results[command] = {"latency": latency(command, args.edits), "memory": memory(command, args.files)}
+        results[command] = {}
+        if args.only != "memory":
+            results[command]["latency"] = latency(command, args.edits)
+        if args.only != "latency":
+            results[command]["memory"] = memory(command, args.files)
         print(json.dumps(results[command]), file=sys.stderr)
     json.dump(results, sys.stdout, indent=2)
     print()

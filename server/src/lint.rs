@@ -124,6 +124,8 @@ pub struct Checker<'m, 'a> {
     pub hardware: Option<&'m HardwareFacts>,
     rule: &'static Rule,
     diagnostics: Vec<Diagnostic>,
+    /// Per-file facts a rule computes once and reuses across its candidates (see [`Checker::memo`]).
+    memo: HashMap<usize, Box<dyn std::any::Any>>,
 }
 
 impl<'m, 'a> Checker<'m, 'a> {
@@ -150,6 +152,17 @@ impl<'m, 'a> Checker<'m, 'a> {
             deprecated: self.rule.deprecated,
         });
         self.diagnostics.last_mut().expect("just pushed")
+    }
+
+    /// Compute a value once per file and rule, keyed by `key` (a node id, or 0 for a file-wide
+    /// fact): candidates of one rule often ask the same whole-file question.
+    pub fn memo<T: Clone + 'static>(&mut self, key: usize, compute: impl FnOnce() -> T) -> T {
+        if let Some(value) = self.memo.get(&key).and_then(|v| v.downcast_ref::<T>()) {
+            return value.clone();
+        }
+        let value = compute();
+        self.memo.insert(key, Box::new(value.clone()));
+        value
     }
 
     /// Whether the current rule has reported anything in this file yet.
@@ -190,8 +203,13 @@ pub fn lint(text: &str, tree: &Tree, context: LintContext<'_>, settings: &LintSe
         let model = Model::new(text, tree, context);
         let root = tree.root_node();
         for rule in active {
-            let mut checker =
-                Checker { model: &model, hardware: settings.hardware.as_ref(), rule, diagnostics: Vec::new() };
+            let mut checker = Checker {
+                model: &model,
+                hardware: settings.hardware.as_ref(),
+                rule,
+                diagnostics: Vec::new(),
+                memo: HashMap::new(),
+            };
             let query = query_of(rule);
             let names = query.capture_names();
             let violation = query.capture_index_for_name("violation");

@@ -5,8 +5,12 @@ import * as vscode from "vscode";
 import { ResponseError } from "vscode-languageclient/node";
 
 import { MarkdownView, SCHEME } from "./markdownView";
-import { summarizeProbe, summarizeProbeFailure } from "./probeReport";
+import { type ProbeSummary, summarizeProbe, summarizeProbeFailure } from "./probeReport";
 import { CulintServer, errorMessage } from "./server";
+
+/** LSP's RequestFailed: the server's answer to `culint.probe` on a machine with no NVIDIA driver
+ * or no GPU. */
+const REQUEST_FAILED = -32803;
 
 let server: CulintServer | undefined;
 
@@ -46,18 +50,18 @@ export async function deactivate(): Promise<void> {
 }
 
 async function probeGpu(culint: CulintServer, view: MarkdownView, status: vscode.StatusBarItem): Promise<void> {
-  const summary = await vscode.window.withProgress(
-    { location: vscode.ProgressLocation.Window, title: "culint: probing the GPU" },
-    async () => {
-      try {
-        return summarizeProbe(await culint.executeCommand("culint.probe", []));
-      } catch (error) {
-        // No driver or no GPU is an answer, not a failure: the server says why in the error.
-        const data = error instanceof ResponseError ? error.data : undefined;
-        return summarizeProbeFailure(errorMessage(error), data);
-      }
-    },
-  );
+  let summary: ProbeSummary;
+  try {
+    summary = summarizeProbe(await culint.executeCommand("culint.probe", []));
+  } catch (error) {
+    if (!(error instanceof ResponseError && error.code === REQUEST_FAILED)) {
+      void vscode.window.showErrorMessage(`culint: the GPU probe failed: ${errorMessage(error)}`);
+      return;
+    }
+    // No driver or no GPU is an answer, not a failure: the server gives the one-line reason as
+    // the error's message and the report in its data.
+    summary = summarizeProbeFailure(error.message, error.data);
+  }
   if (summary.statusText !== undefined) {
     status.text = `$(circuit-board) ${summary.statusText}`;
     status.tooltip = `${summary.tooltip ?? summary.statusText}\nClick to probe again.`;

@@ -215,29 +215,9 @@ fn check(args: &CheckArgs) -> Result<ExitCode, String> {
         reports.push(check_stdin(args, &resolver, mode)?);
     }
 
-    // A broken configuration stops the run, reported once however many files it covers.
-    let mut config_errors: Vec<&str> = reports
-        .iter()
-        .flat_map(|r| &r.notices)
-        .filter_map(|n| if let Notice::Config(message) = n { Some(message.as_str()) } else { None })
-        .collect();
-    if !config_errors.is_empty() {
-        config_errors.sort_unstable();
-        config_errors.dedup();
-        for message in config_errors {
-            eprintln!("error: {message}");
-        }
-        return Ok(ExitCode::from(EXIT_USAGE));
-    }
-    for notice in reports.iter().flat_map(|r| &r.notices) {
-        match notice {
-            Notice::Warning(message) => eprintln!("warning: {message}"),
-            Notice::Error(message) => {
-                eprintln!("error: {message}");
-                errors += 1;
-            }
-            Notice::Config(_) => {}
-        }
+    match print_notices(&reports) {
+        Some(count) => errors += count,
+        None => return Ok(ExitCode::from(EXIT_USAGE)),
     }
 
     if mode == FixMode::Diff {
@@ -277,6 +257,36 @@ fn check(args: &CheckArgs) -> Result<ExitCode, String> {
     })
 }
 
+/// Print each report's warnings and errors to stderr, and return how many errors there were;
+/// `None` when a broken configuration stops the run (reported once, however many files it covers).
+fn print_notices(reports: &[FileReport]) -> Option<usize> {
+    let mut config_errors: Vec<&str> = reports
+        .iter()
+        .flat_map(|r| &r.notices)
+        .filter_map(|n| if let Notice::Config(message) = n { Some(message.as_str()) } else { None })
+        .collect();
+    if !config_errors.is_empty() {
+        config_errors.sort_unstable();
+        config_errors.dedup();
+        for message in config_errors {
+            eprintln!("error: {message}");
+        }
+        return None;
+    }
+    let mut errors = 0;
+    for notice in reports.iter().flat_map(|r| &r.notices) {
+        match notice {
+            Notice::Warning(message) => eprintln!("warning: {message}"),
+            Notice::Error(message) => {
+                eprintln!("error: {message}");
+                errors += 1;
+            }
+            Notice::Config(_) => {}
+        }
+    }
+    Some(errors)
+}
+
 fn no_color_env() -> bool {
     std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
 }
@@ -287,6 +297,14 @@ fn check_stdin(args: &CheckArgs, resolver: &Resolver, mode: FixMode) -> Result<F
     let display = args.stdin_filename.clone().unwrap_or_else(|| PathBuf::from("-"));
     let lookup = args.stdin_filename.clone().unwrap_or_else(|| PathBuf::from("stdin.py"));
     let settings = resolver.settings_for(&lookup).map_err(|e| e.to_string())?;
+    if args.stdin_filename.is_some() && resolver.is_excluded(&lookup).map_err(|e| e.to_string())? {
+        // Excluded files stay unlinted even when an editor pipes them in; `--fix` echoes them.
+        let mut report = FileReport::unchecked(display);
+        if mode == FixMode::Apply {
+            report.fixed_text = Some(String::from_utf8_lossy(&bytes).into_owned());
+        }
+        return Ok(report);
+    }
     match decode(bytes) {
         Loaded::Text(source) => {
             let mut report = check_source(&source, &lookup, display, &settings, mode);

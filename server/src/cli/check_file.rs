@@ -51,6 +51,11 @@ pub struct FileReport {
 }
 
 impl FileReport {
+    /// A path that was not checked (excluded), with nothing to report.
+    pub fn unchecked(path: PathBuf) -> Self {
+        Self::empty(path)
+    }
+
     fn empty(path: PathBuf) -> Self {
         Self {
             path,
@@ -109,6 +114,11 @@ pub fn check_file(path: &Path, resolver: &Resolver, mode: FixMode) -> FileReport
     }
 }
 
+/// One project index for the whole run: each project module that the run's files import is
+/// summarised once, however many of them import it.
+static PROJECT: std::sync::LazyLock<crate::project::ProjectIndex> =
+    std::sync::LazyLock::new(crate::project::ProjectIndex::new);
+
 /// Check a text. `path` locates the text for the rules; `display` is how it is reported. In
 /// [`FixMode::Apply`] the fixed text (without byte-order mark) is left in `fixed_text` for the
 /// caller to write.
@@ -119,7 +129,7 @@ pub fn check_source(
     settings: &ResolvedSettings,
     mode: FixMode,
 ) -> FileReport {
-    let context = LintContext { path: Some(path), project: None };
+    let context = LintContext { path: Some(path), project: Some(&PROJECT) };
     let threshold = if settings.unsafe_fixes { Applicability::Unsafe } else { Applicability::Safe };
     let mut report = FileReport::empty(display);
     report.fix_threshold = threshold;

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use clap::ValueEnum;
 
+use crate::config::{Overrides, Resolver};
 use crate::explain::{ExplainOptions, explain};
 use crate::knowledge::{Base, Label, Lang};
 
@@ -42,10 +43,13 @@ pub struct ExplainArgs {
     /// the locale (LC_ALL, LC_MESSAGES, LANG).
     #[arg(long, value_parser = parse_lang, default_value = "en")]
     pub lang: Lang,
-    /// Also load the knowledge entries in this directory (repeatable); an entry with a built-in
-    /// id replaces the built-in one.
+    /// Also load the knowledge entries in this directory (repeatable), after the configuration's
+    /// `knowledge-dirs`; an entry with a built-in id replaces the built-in one.
     #[arg(long = "knowledge-dir", value_name = "DIR")]
     pub knowledge_dirs: Vec<PathBuf>,
+    /// Use this configuration file instead of discovering one from the root directory.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// Resolve traceback paths against this directory when looking for the user's files
     /// [default: the current directory].
     #[arg(long, value_name = "DIR")]
@@ -85,7 +89,11 @@ fn usage_error(message: impl std::fmt::Display) -> ExitCode {
 }
 
 pub fn run(args: ExplainArgs) -> ExitCode {
-    let base = match Base::with_user_dirs(&args.knowledge_dirs) {
+    let knowledge_dirs = match knowledge_dirs(&args) {
+        Ok(dirs) => dirs,
+        Err(message) => return usage_error(message),
+    };
+    let base = match Base::with_user_dirs(&knowledge_dirs) {
         Ok(base) => base,
         Err(error) => return usage_error(error),
     };
@@ -129,6 +137,21 @@ pub fn run(args: ExplainArgs) -> ExitCode {
     }
     print_out(&rendered);
     ExitCode::SUCCESS
+}
+
+/// The configuration's `knowledge-dirs` (from `--config`, or found from the root directory),
+/// then the ones given with `--knowledge-dir`.
+fn knowledge_dirs(args: &ExplainArgs) -> Result<Vec<PathBuf>, String> {
+    let resolver = Resolver::new(Overrides { config_file: args.config.clone(), ..Overrides::default() })
+        .map_err(|error| error.to_string())?;
+    let start = match &args.root {
+        Some(root) => root.clone(),
+        None => std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?,
+    };
+    let config = resolver.config_for_directory(&start).map_err(|error| error.to_string())?;
+    let mut dirs = config.map(|config| config.options.knowledge_dirs.clone()).unwrap_or_default();
+    dirs.extend(args.knowledge_dirs.iter().cloned());
+    Ok(dirs)
 }
 
 fn print_out(text: &str) {

@@ -19,13 +19,19 @@ pub fn run(args: ServerArgs) -> ExitCode {
         eprintln!("culint server: cannot open the log file {}: {error}", path.display());
         return ExitCode::from(super::EXIT_USAGE);
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    // Engine work runs on the blocking pool. Bounded by the cores, so a burst of opened files
+    // queues instead of spawning hundreds of threads, each with its own allocator arena.
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let runtime = match tokio::runtime::Builder::new_multi_thread().max_blocking_threads(cores).enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("culint server: cannot start the async runtime: {error}");
             return ExitCode::from(super::EXIT_USAGE);
         }
     };
-    runtime.block_on(lsp::serve(tokio::io::stdin(), tokio::io::stdout()));
-    ExitCode::SUCCESS
+    match runtime.block_on(lsp::serve(tokio::io::stdin(), tokio::io::stdout())) {
+        lsp::Ending::Orderly => ExitCode::SUCCESS,
+        // The protocol's exit code for `exit` without a preceding `shutdown`.
+        lsp::Ending::Abrupt => ExitCode::from(1),
+    }
 }

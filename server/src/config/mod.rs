@@ -25,6 +25,9 @@ pub use patterns::{PathPattern, PathPatterns};
 pub use resolver::{Overrides, ResolvedSettings, Resolver};
 pub use size::{MAX_SIZE, parse_size};
 
+/// Larger configuration files are refused unread: no real one comes near this.
+pub const MAX_CONFIG_FILE_SIZE: u64 = 1 << 20;
+
 /// One configuration file, read and validated.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -38,11 +41,22 @@ pub struct Config {
 /// Read a configuration file: `pyproject.toml` (its `[tool.culint]` table, which may be absent)
 /// or any other file name, read as culint.toml with the options at the top level.
 pub fn load(path: &Path) -> Result<Config, ConfigError> {
+    let size = std::fs::metadata(path).map_err(|e| ConfigError::new(path, format!("cannot read: {e}")))?.len();
+    if size > MAX_CONFIG_FILE_SIZE {
+        return Err(ConfigError::new(
+            path,
+            format!("{size} bytes is too large for a configuration file (the limit is 1 MiB)"),
+        ));
+    }
     let text = std::fs::read_to_string(path).map_err(|e| ConfigError::new(path, format!("cannot read: {e}")))?;
-    let root = match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
-        _ => PathBuf::from("."),
+    let parent = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
     };
+    // Globs are matched against absolute paths, so the root must be absolute too.
+    let root = parent
+        .canonicalize()
+        .map_err(|e| ConfigError::new(path, format!("cannot resolve the directory of the configuration: {e}")))?;
     let options = if is_pyproject(path) {
         match culint_table_of_pyproject(path, &text)? {
             Some(table) => parse_options(&table, "in [tool.culint]", &root),
@@ -62,7 +76,21 @@ fn is_pyproject(path: &Path) -> bool {
 
 fn parse_toml(path: &Path, text: &str) -> Result<toml::Table, ConfigError> {
     text.parse::<toml::Table>()
-        .map_err(|e| ConfigError::new(path, format!("invalid TOML: {}", e.to_string().trim_end())))
+        .map_err(|e| ConfigError::new(path, format!("invalid TOML: {}", shorten_lines(e.to_string().trim_end()))))
+}
+
+/// The TOML parser quotes the offending line whole; a minified or generated file can make that
+/// line megabytes long, so each line of the message is cut to a readable width.
+fn shorten_lines(message: &str) -> String {
+    const WIDTH: usize = 160;
+    message
+        .lines()
+        .map(|line| match line.char_indices().nth(WIDTH) {
+            Some((cut, _)) => format!("{}…", &line[..cut]),
+            None => line.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The `[tool.culint]` table of a pyproject.toml, or `None` when it has none.

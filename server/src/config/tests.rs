@@ -156,3 +156,23 @@ fn severity_overrides_expand_to_codes() {
             == RULES.len() - 1
     );
 }
+
+#[test]
+fn absurdly_nested_toml_is_an_error_of_readable_length() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("culint.toml");
+    let depth = 100_000;
+    write(&path, &format!("select = {}{}\n", "[".repeat(depth), "]".repeat(depth)));
+    let error = load(&path).unwrap_err().to_string();
+    assert!(error.contains("invalid TOML"), "{error}");
+    assert!(error.lines().all(|line| line.chars().count() <= 200), "{error}");
+}
+
+#[test]
+fn oversized_configuration_files_are_refused_unread() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("culint.toml");
+    write(&path, &format!("# {}\n", "x".repeat(2 << 20)));
+    let error = load(&path).unwrap_err().to_string();
+    assert!(error.contains("too large for a configuration file"), "{error}");
+}

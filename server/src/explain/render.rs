@@ -82,6 +82,25 @@ fn wrap(text: &str, indent: &str) -> String {
     out
 }
 
+/// Up to [`LISTED_OCCURRENCES`] occurrences with different messages: the same line from 64
+/// ranks differs only in its numbers, so messages are compared with digits masked.
+fn distinct_occurrences<'f>(finding: &'f Finding<'_>) -> Vec<&'f super::Occurrence> {
+    let mask = |message: &str| message.chars().map(|c| if c.is_ascii_digit() { '#' } else { c }).collect::<String>();
+    let mut seen = Vec::new();
+    let mut listed = Vec::new();
+    for occurrence in &finding.occurrences {
+        let key = mask(&occurrence.message);
+        if !seen.contains(&key) {
+            seen.push(key);
+            listed.push(occurrence);
+            if listed.len() == LISTED_OCCURRENCES {
+                break;
+            }
+        }
+    }
+    listed
+}
+
 fn seen_line(finding: &Finding<'_>, lang: Lang) -> String {
     let first = &finding.occurrences[0];
     let count = finding.count;
@@ -135,20 +154,21 @@ impl Report<'_> {
         for finding in &self.findings {
             let entry = finding.entry;
             let _ = writeln!(out, "### {} — `{}`\n", entry.title.text(lang), entry.id);
-            let _ = writeln!(out, "**{}:** {}\n", Label::Seen.text(lang), seen_line(finding, lang));
+            let colon = lang.colon();
+            let _ = writeln!(out, "**{}**{colon}{}\n", Label::Seen.text(lang), seen_line(finding, lang));
             let _ = writeln!(out, "```text\n{}\n```\n", finding.occurrences[0].message);
             if !finding.call_sites.is_empty() {
                 let calls: Vec<String> = finding.call_sites.iter().map(|c| format!("`{c}`")).collect();
-                let _ = writeln!(out, "**{}:** {}\n", Label::CallSite.text(lang), calls.join(", "));
+                let _ = writeln!(out, "**{}**{colon}{}\n", Label::CallSite.text(lang), calls.join(", "));
             }
             if !finding.details.is_empty() {
                 let details: Vec<String> = finding.details.iter().map(|d| format!("`{d}`")).collect();
-                let _ = writeln!(out, "**{}:** {}\n", Label::Detail.text(lang), details.join(", "));
+                let _ = writeln!(out, "**{}**{colon}{}\n", Label::Detail.text(lang), details.join(", "));
             }
             if let Some(oom) = &finding.oom {
                 let _ = writeln!(
                     out,
-                    "**{}** ({}: {})\n",
+                    "**{}** ({}{colon}{})\n",
                     Label::Memory.text(lang),
                     Label::Diagnosis.text(lang),
                     oom.diagnosis.label(lang)
@@ -197,7 +217,8 @@ impl Report<'_> {
             let _ =
                 writeln!(out, "{} {}", paint.title(&format!("[{}]", entry.id)), paint.strong(&entry.title.text(lang)));
             let _ = writeln!(out, "  {} {}", paint.dim("-->"), seen_line(finding, lang));
-            for occurrence in finding.occurrences.iter().take(LISTED_OCCURRENCES) {
+            let listed = distinct_occurrences(finding);
+            for occurrence in &listed {
                 let rank = occurrence.rank.as_deref().map(|r| format!("[{r}] ")).unwrap_or_default();
                 let _ = writeln!(
                     out,
@@ -206,8 +227,8 @@ impl Report<'_> {
                     shorten(&occurrence.message)
                 );
             }
-            if finding.count > LISTED_OCCURRENCES {
-                let more = finding.count - LISTED_OCCURRENCES;
+            if finding.count > listed.len() {
+                let more = finding.count - listed.len();
                 let _ = writeln!(
                     out,
                     "  {}",
@@ -218,14 +239,15 @@ impl Report<'_> {
                 );
             }
             if !finding.call_sites.is_empty() {
-                let _ = writeln!(out, "  {}: {}", Label::CallSite.text(lang), finding.call_sites.join(", "));
+                let _ =
+                    writeln!(out, "  {}{}{}", Label::CallSite.text(lang), lang.colon(), finding.call_sites.join(", "));
             }
             if !finding.details.is_empty() {
-                let _ = writeln!(out, "  {}: {}", Label::Detail.text(lang), finding.details.join(", "));
+                let _ = writeln!(out, "  {}{}{}", Label::Detail.text(lang), lang.colon(), finding.details.join(", "));
             }
             if let Some(oom) = &finding.oom {
                 let _ = writeln!(out, "\n{}", paint.heading(Label::Memory.text(lang)));
-                let diagnosis = format!("{}: {}", Label::Diagnosis.text(lang), oom.diagnosis.label(lang));
+                let diagnosis = format!("{}{}{}", Label::Diagnosis.text(lang), lang.colon(), oom.diagnosis.label(lang));
                 let _ = writeln!(out, "  {}", paint.warn(&diagnosis));
                 for reason in &oom.reasons {
                     let _ = writeln!(out, "  - {reason}");
@@ -263,15 +285,16 @@ impl Report<'_> {
                 let _ = write!(
                     out,
                     "{}",
-                    wrap(&format!("{}: {}", Label::When.text(lang), workaround.when.text(lang)), "     ")
+                    wrap(&format!("{}{}{}", Label::When.text(lang), lang.colon(), workaround.when.text(lang)), "     ")
                 );
                 for line in workaround.code.trim_end().lines() {
                     let _ = writeln!(out, "       {}", paint.dim(line));
                 }
                 let label = Label::Source.text(lang);
                 for (i, source) in workaround.sources.iter().enumerate() {
-                    let lead = if i == 0 { format!("{label}:") } else { " ".repeat(label.chars().count() + 1) };
-                    let _ = writeln!(out, "     {lead} {source}");
+                    let lead =
+                        if i == 0 { format!("{label}{}", lang.colon()) } else { " ".repeat(label.chars().count() + 2) };
+                    let _ = writeln!(out, "     {lead}{source}");
                 }
             }
             if !entry.dead_ends.is_empty() {
@@ -285,20 +308,27 @@ impl Report<'_> {
             if !entry.versions.is_empty() {
                 let _ = writeln!(out, "\n{}", paint.heading(Label::Versions.text(lang)));
                 for version in &entry.versions {
-                    let _ =
-                        write!(out, "{}", wrap(&format!("{}: {}", version.applies_to, version.note.text(lang)), "  "));
+                    let line = format!("{}{}{}", version.applies_to, lang.colon(), version.note.text(lang));
+                    let _ = write!(out, "{}", wrap(&line, "  "));
                 }
             }
             if !entry.related_rules.is_empty() {
                 let rules: Vec<String> =
                     entry.related_rules.iter().map(|code| rule_label(code).replace('`', "")).collect();
-                let _ = writeln!(out, "\n{}: {}", paint.heading(Label::RelatedRules.text(lang)), rules.join(", "));
+                let _ = writeln!(
+                    out,
+                    "\n{}{}{}",
+                    paint.heading(Label::RelatedRules.text(lang)),
+                    lang.colon(),
+                    rules.join(", ")
+                );
             }
             if !entry.probe_checks.is_empty() {
                 let _ = writeln!(
                     out,
-                    "{}: {}",
+                    "{}{}{}",
                     paint.heading(Label::ProbeChecks.text(lang)),
+                    lang.colon(),
                     entry.probe_checks.join(", ")
                 );
             }

@@ -1,7 +1,7 @@
 //! Python traceback frames of an error, and the user's own files among them.
 
 use std::collections::BTreeMap;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -68,12 +68,10 @@ pub fn resolve(file: &str, root: &Path) -> Option<PathBuf> {
     if printed.is_absolute() && printed.is_file() {
         return Some(printed.to_path_buf());
     }
-    let parts: Vec<&std::ffi::OsStr> = printed
-        .components()
-        .filter_map(|c| match c {
-            Component::Normal(part) => Some(part),
-            _ => None,
-        })
+    // Split on both separators: logs from Windows machines print `C:\proj\train.py`.
+    let parts: Vec<&str> = file
+        .split(['/', '\\'])
+        .filter(|part| !part.is_empty() && *part != "." && *part != ".." && !part.ends_with(':'))
         .collect();
     (0..parts.len()).find_map(|skip| {
         let candidate = parts[skip..].iter().fold(root.to_path_buf(), |path, part| path.join(part));
@@ -194,5 +192,8 @@ mod tests {
         let resolved = resolve("/workspace/project/src/train.py", dir.path()).unwrap();
         assert_eq!(resolved, dir.path().join("src/train.py"));
         assert_eq!(resolve("/workspace/project/src/missing.py", dir.path()), None);
+        let windows = resolve(r"C:\Users\me\project\src\train.py", dir.path()).unwrap();
+        assert_eq!(windows, dir.path().join("src/train.py"));
+        assert_eq!(resolve("src/train.py", dir.path()).unwrap(), dir.path().join("src/train.py"));
     }
 }

@@ -220,17 +220,18 @@ impl Entry {
 
     /// Everything but the heading, so a report can put its own findings between heading and body.
     pub fn write_body_markdown(&self, out: &mut String, lang: Lang) {
-        let _ = writeln!(out, "**{}.** {}\n", Label::Cause.text(lang), self.cause.text(lang));
+        let colon = lang.colon();
+        let _ = writeln!(out, "**{}**{colon}{}\n", Label::Cause.text(lang), self.cause.text(lang));
         let _ = writeln!(out, "**{}**\n", Label::Workarounds.text(lang));
         for (i, workaround) in self.workarounds.iter().enumerate() {
             let _ = writeln!(out, "{}. **{}**", i + 1, workaround.action.text(lang));
-            let _ = writeln!(out, "   *{}:* {}", Label::When.text(lang), workaround.when.text(lang));
+            let _ = writeln!(out, "   *{}*{colon}{}", Label::When.text(lang), workaround.when.text(lang));
             let _ = writeln!(out, "   ```{}", workaround.code_lang);
             for line in workaround.code.trim_end().lines() {
                 let _ = writeln!(out, "   {line}");
             }
             let _ = writeln!(out, "   ```");
-            let _ = writeln!(out, "   *{}:* {}", Label::Source.text(lang), link_list(&workaround.sources));
+            let _ = writeln!(out, "   *{}*{colon}{}", Label::Source.text(lang), link_list(&workaround.sources));
         }
         out.push('\n');
         if !self.dead_ends.is_empty() {
@@ -253,17 +254,17 @@ impl Entry {
         if !self.versions.is_empty() {
             let _ = writeln!(out, "**{}**\n", Label::Versions.text(lang));
             for version in &self.versions {
-                let _ = writeln!(out, "- *{}:* {}", version.applies_to, version.note.text(lang));
+                let _ = writeln!(out, "- *{}*{colon}{}", version.applies_to, version.note.text(lang));
             }
             out.push('\n');
         }
         if !self.related_rules.is_empty() {
             let rules: Vec<String> = self.related_rules.iter().map(|code| rule_label(code)).collect();
-            let _ = writeln!(out, "**{}:** {}\n", Label::RelatedRules.text(lang), rules.join(", "));
+            let _ = writeln!(out, "**{}**{colon}{}\n", Label::RelatedRules.text(lang), rules.join(", "));
         }
         if !self.probe_checks.is_empty() {
             let checks: Vec<String> = self.probe_checks.iter().map(|check| format!("`{check}`")).collect();
-            let _ = writeln!(out, "**{}:** {}\n", Label::ProbeChecks.text(lang), checks.join(", "));
+            let _ = writeln!(out, "**{}**{colon}{}\n", Label::ProbeChecks.text(lang), checks.join(", "));
         }
         if !self.references.is_empty() {
             let _ = writeln!(out, "**{}**\n", Label::References.text(lang));

@@ -32,6 +32,14 @@ impl Lang {
         }
     }
 
+    /// A colon after a label, in the language's own punctuation.
+    pub fn colon(self) -> &'static str {
+        match self {
+            Lang::En => ": ",
+            Lang::Zh => "：",
+        }
+    }
+
     /// What separates two sentences: a space in English, nothing in Chinese.
     pub fn sentence_gap(self) -> &'static str {
         match self {

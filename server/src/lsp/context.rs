@@ -134,9 +134,16 @@ impl ServerContext {
     /// After settings, configuration files or hardware facts changed: reload the configuration,
     /// then push fresh diagnostics for every open document, or ask a pulling client to pull again.
     pub async fn refresh_diagnostics(&self) {
+        self.session.lock().reload_configuration();
+        self.relint_open_documents().await;
+    }
+
+    /// Push fresh diagnostics for every open document, or ask a pulling client to pull again:
+    /// something they may depend on (another file of the project) changed.
+    pub async fn relint_open_documents(&self) {
         let (pull, refresh, uris) = {
             let mut session = self.session.lock();
-            session.reload_configuration();
+            session.generation += 1;
             let uris: Vec<Uri> = session.documents.keys().cloned().collect();
             (session.features.pull_diagnostics, session.features.diagnostic_refresh, uris)
         };
@@ -157,7 +164,7 @@ pub fn lint_snapshot(snapshot: &Snapshot) -> Vec<Diagnostic> {
     if snapshot.excluded {
         return Vec::new();
     }
-    let context = LintContext { path: snapshot.path.as_deref(), project: None };
+    let context = LintContext { path: snapshot.path.as_deref(), project: Some(&snapshot.project) };
     lint(&snapshot.text, &snapshot.tree, context, &snapshot.settings)
 }
 
@@ -175,5 +182,31 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         message.clone()
     } else {
         "panic with a non-text payload".to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use tower_lsp_server::jsonrpc::{ErrorCode, Result};
+
+    use crate::lsp::testing::{TestClient, basic_capabilities};
+
+    #[tokio::test]
+    async fn a_panic_in_engine_work_becomes_a_logged_internal_error() {
+        let (mut client, _, context) = TestClient::start_with_context(basic_capabilities(), json!({})).await;
+        let error = context.blocking("lint", || -> usize { panic!("rule exploded") }).await.unwrap_err();
+        assert_eq!(error.code, ErrorCode::InternalError);
+        assert!(error.message.contains("lint failed: rule exploded"), "{}", error.message);
+        let guarded = context.guarded("didChange", || -> Result<()> { panic!("edit exploded") }).await;
+        assert_eq!(guarded.unwrap_err().code, ErrorCode::InternalError);
+        for text in ["culint: lint failed: rule exploded", "culint: didChange failed: edit exploded"] {
+            let logged =
+                client.wait_for(|m| m["method"] == "window/logMessage" && m["params"]["message"] == text).await;
+            assert_eq!(logged["params"]["type"], 1);
+        }
+        // Still serving.
+        assert!(client.request("workspace/executeCommand", json!({"command": "culint.nope"})).await.is_err());
+        client.shutdown().await;
     }
 }

@@ -19,4 +19,4 @@ pub mod settings;
 #[cfg(test)]
 pub mod testing;
 
-pub use server::{Server, serve};
+pub use server::{Ending, Server, serve};

@@ -81,15 +81,33 @@ impl LanguageServer for Server {
     }
 }
 
+/// How the session ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// `shutdown` then `exit`, as the protocol asks.
+    Orderly,
+    /// `exit` without `shutdown`, or the input closed: the process should exit with code 1.
+    Abrupt,
+}
+
 /// Serve LSP over a pair of byte streams (stdio in production, an in-memory pipe in tests)
 /// until the client sends `exit` or closes the input. Malformed messages are dropped before the
 /// transport sees them (see `framing`), so one of them does not end the session.
-pub async fn serve<I, O>(input: I, output: O)
+pub async fn serve<I, O>(input: I, output: O) -> Ending
 where
     I: tokio::io::AsyncRead + Unpin + Send + 'static,
     O: tokio::io::AsyncWrite,
 {
-    let (service, socket) = LspService::new(Server::new);
+    let mut session = None;
+    let (service, socket) = LspService::new(|client| {
+        let server = Server::new(client);
+        session = Some(server.context.session.clone());
+        server
+    });
     let input = super::framing::well_formed_messages(input);
     tower_lsp_server::Server::new(input, output, socket).concurrency_level(MAX_CONCURRENCY).serve(service).await;
+    match session {
+        Some(session) if session.lock().shutdown_requested => Ending::Orderly,
+        _ => Ending::Abrupt,
+    }
 }

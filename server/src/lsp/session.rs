@@ -22,6 +22,7 @@ use crate::lint::LintSettings;
 use crate::lsp::capabilities::ClientFeatures;
 use crate::lsp::settings::ClientSettings;
 use crate::probe::ProbeReport;
+use crate::project::ProjectIndex;
 
 /// An open buffer and the last lint result computed for it.
 pub struct OpenDocument {
@@ -59,6 +60,8 @@ pub struct Snapshot {
     pub tree: Tree,
     pub path: Option<PathBuf>,
     pub settings: Arc<LintSettings>,
+    /// Summaries of the project's other modules, shared by the whole session.
+    pub project: Arc<ProjectIndex>,
     /// Fix-all applies fixes at or above this: safe only, unless unsafe fixes are switched on
     /// in the editor or the project's configuration.
     pub fix_threshold: Applicability,
@@ -87,6 +90,9 @@ pub struct Session {
     resolver_problem: Option<String>,
     /// The language of hover texts and explanations, from the client's locale.
     pub lang: Lang,
+    /// What the rules know about the project's other files (helpers called from a training
+    /// loop), with open buffers overlaid on the files on disk.
+    pub project: Arc<ProjectIndex>,
     /// The last `culint.probe` report of this session.
     pub probe: Option<Arc<ProbeReport>>,
     /// Configuration problems already shown, so each is shown once.
@@ -204,6 +210,7 @@ impl Session {
             tree: open.document.tree().clone(),
             path: open.path.clone(),
             settings: Arc::new(settings.lint),
+            project: self.project.clone(),
             fix_threshold: if settings.unsafe_fixes { Applicability::Unsafe } else { Applicability::Safe },
             excluded: settings.excluded,
             config_problem: settings.problem,
@@ -214,6 +221,14 @@ impl Session {
     pub fn fresh_result(&self, uri: &Uri) -> Option<LintResult> {
         let open = self.documents.get(uri)?;
         open.linted.as_ref().filter(|r| r.revision == open.revision && r.generation == self.generation).cloned()
+    }
+
+    /// Let the project's summaries see an open buffer instead of the file on disk (`None`: the
+    /// buffer closed).
+    pub fn overlay(&self, uri: &Uri, text: Option<String>) {
+        if let Some(path) = path_of(uri) {
+            self.project.set_overlay(&path, text);
+        }
     }
 
     /// Whether `snapshot` still describes the document as it is now.

@@ -46,9 +46,24 @@ pub fn basic_capabilities() -> Value {
 impl TestClient {
     /// Start a server and run `initialize`/`initialized` with these capabilities and options.
     pub async fn start(capabilities: Value, options: Value) -> (Self, Value) {
+        let (client, result, _) = Self::start_with_context(capabilities, options).await;
+        (client, result)
+    }
+
+    /// Like `start`, and also hand out the server's context, for tests that call into it.
+    pub async fn start_with_context(
+        capabilities: Value,
+        options: Value,
+    ) -> (Self, Value, crate::lsp::context::ServerContext) {
         let (client_side, server_side) = tokio::io::duplex(1 << 20);
         let (server_read, server_write) = tokio::io::split(server_side);
-        tokio::spawn(crate::lsp::serve(server_read, server_write));
+        let mut context = None;
+        let (service, socket) = tower_lsp_server::LspService::new(|client| {
+            let server = crate::lsp::Server::new(client);
+            context = Some(server.context().clone());
+            server
+        });
+        tokio::spawn(tower_lsp_server::Server::new(server_read, server_write, socket).serve(service));
         let (reader, writer) = tokio::io::split(client_side);
         let (sender, incoming) = mpsc::unbounded_channel();
         tokio::spawn(read_messages(reader, sender));
@@ -74,7 +89,7 @@ impl TestClient {
             .await
             .expect("initialize succeeds");
         client.notify("initialized", json!({})).await;
-        (client, result)
+        (client, result, context.expect("the service built the server"))
     }
 
     pub async fn send(&mut self, message: Value) {

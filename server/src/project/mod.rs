@@ -251,27 +251,41 @@ impl ProjectIndex {
                 None => ProjectLookup::Missing,
             });
         }
+        if hops >= MAX_REEXPORT_HOPS {
+            return Answer::definite(ProjectLookup::Missing);
+        }
+        let Some(dir) = file.parent() else { return Answer::definite(ProjectLookup::Missing) };
         // A name the module imports from elsewhere: `from .engine import train_one_epoch` in a
         // package's `__init__.py`.
-        if hops < MAX_REEXPORT_HOPS
-            && let Some(binding) = module.imports.binding(member[0])
-        {
-            let mut qualified = binding.qualified.clone();
-            for rest in &member[1..] {
-                qualified.push('.');
-                qualified.push_str(rest);
-            }
-            let target = DottedName::parse(&qualified);
-            if target.is_relative() || !names::is_known_library(&qualified) {
-                let Some(dir) = file.parent() else { return Answer::definite(ProjectLookup::Missing) };
-                let answer = self.resolve(dir, &target, hops + 1);
-                return match answer.lookup {
-                    ProjectLookup::NotInProject => Answer { lookup: ProjectLookup::Missing, ..answer },
-                    _ => answer,
-                };
+        if let Some(binding) = module.imports.binding(member[0]) {
+            let qualified = std::iter::once(binding.qualified.as_str()).chain(member[1..].iter().copied());
+            return self.reexported(dir, &qualified.collect::<Vec<_>>().join("."), hops);
+        }
+        // Or through `from .engine import *`: the last star import that has the name wins.
+        let mut answer = Answer::definite(ProjectLookup::Missing);
+        for star in module.imports.wildcard_modules.iter().rev() {
+            let separator = if star.ends_with('.') { "" } else { "." };
+            let qualified = format!("{star}{separator}{}", member.join("."));
+            answer = self.reexported(dir, &qualified, hops);
+            if matches!(answer.lookup, ProjectLookup::Found(_)) {
+                break;
             }
         }
-        Answer::definite(ProjectLookup::Missing)
+        answer
+    }
+
+    /// Follow a re-export to `qualified` from the package folder `dir`. A library behind it, or a
+    /// module that cannot be found, is missing: the name was asked for as a project name.
+    fn reexported(&self, dir: &Path, qualified: &str, hops: usize) -> Answer {
+        let target = DottedName::parse(qualified);
+        if !target.is_relative() && names::is_known_library(qualified) {
+            return Answer::definite(ProjectLookup::Missing);
+        }
+        let answer = self.resolve(dir, &target, hops + 1);
+        match answer.lookup {
+            ProjectLookup::NotInProject => Answer { lookup: ProjectLookup::Missing, ..answer },
+            _ => answer,
+        }
     }
 
     /// The summaries of the module in `file` (a canonical path), computed on first use, and

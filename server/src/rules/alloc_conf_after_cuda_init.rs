@@ -48,6 +48,7 @@ and the fragmentation they were meant to prevent still ends in an out-of-memory 
 
 The `backend:` key (`backend:cudaMallocAsync`) is stricter: it is read when torch is imported.
 Set after `import torch`, it makes CUDA initialisation fail, so it must come before the import.
+(`backend:native` is the default, so setting it late only matters after CUDA initialisation.)
 
 ## Example
 ```python
@@ -93,7 +94,7 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
     let model = checker.model;
     let settings = model.env_settings(candidate.node);
     let Some(setting) = settings.iter().find(|s| ALLOC_CONF_VARIABLES.contains(&s.name)) else { return };
-    let sets_backend = setting.literal_value(model).is_some_and(|v| names_backend(&v));
+    let sets_backend = setting.literal_value(model).is_some_and(|v| switches_backend(&v));
     let torch_import = if sets_backend { torch_imported_before(model, setting.node) } else { None };
     let (message, related) = if let Some(import) = torch_import {
         let message = format!(
@@ -115,9 +116,11 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
     }
 }
 
-/// Whether an allocator config string sets the `backend` key.
-fn names_backend(config: &str) -> bool {
-    alloc_conf::options(config).iter().any(|option| option.key == "backend")
+/// Whether an allocator config string switches the backend to `cudaMallocAsync`. torch picks the
+/// backend when it is imported and stops at CUDA initialisation when the config later disagrees;
+/// `backend:native` late agrees with the default, so it is only subject to the CUDA-init check.
+fn switches_backend(config: &str) -> bool {
+    alloc_conf::options(config).iter().any(|option| option.key == "backend" && option.value == "cudaMallocAsync")
 }
 
 /// The import of torch (or of a package that imports it) that runs before `node`: earlier at

@@ -142,7 +142,9 @@ fn check_import<'a>(checker: &mut Checker<'_, 'a>, statement: Node<'a>) {
     if !imports_deprecated_module(model, statement) {
         return;
     }
-    let fix = import_plan(model, statement).map(|edits| Fix::safe("Import from `torch.amp` instead", edits));
+    let fix = checker
+        .memo(statement.id(), || import_plan(model, statement))
+        .map(|edits| Fix::safe("Import from `torch.amp` instead", edits));
     let diagnostic =
         checker.report_node(statement, "`torch.cuda.amp` is deprecated and will be removed: import from `torch.amp`");
     if let Some(fix) = fix {
@@ -155,11 +157,13 @@ fn check_use<'a>(checker: &mut Checker<'_, 'a>, site: Node<'a>, target: Option<N
     let model = checker.model;
     let Some(target) = target.filter(|t| matches!(t.kind(), "identifier" | "attribute")) else { return };
     let Some(api) = model.qualified_name(target).as_deref().and_then(Api::of_qualified) else { return };
-    let fix = match importing_statement(model, target) {
-        Some(statement) => import_plan(model, statement),
-        None => site_edits(model, site, api, true),
+    let (fix, title) = match importing_statement(model, target) {
+        Some(statement) => (
+            checker.memo(statement.id(), || import_plan(model, statement)),
+            format!("Use `{}`, rewriting the import and its other uses", api.replacement()),
+        ),
+        None => (site_edits(model, site, api, true), format!("Use `{}`", api.replacement())),
     };
-    let title = format!("Use `{}`", api.replacement());
     let message =
         format!("`torch.cuda.amp.{}` is deprecated and will be removed: use `{}`", api.name(), api.replacement());
     let diagnostic = checker.report_node(site, message);

@@ -44,7 +44,9 @@ const DOC: &str = r#"# eval-without-no-grad (CUL402)
 Flags an eval loop that runs a model with autograd on. An eval loop is a loop with no
 `.backward()` and no optimizer step that calls a model, in a function named like
 `evaluate`/`validate`/`test*`/`predict*`/`infer*`, or after `model.eval()` in the same function.
-It is flagged when no `torch.no_grad()`, `torch.inference_mode()` or
+Calls that build or fetch a model (`Net(config)`, `model_class(config)`, `get_model()`) do not
+count as running it, and files that do not use PyTorch are not checked. It is flagged when no
+`torch.no_grad()`, `torch.inference_mode()` or
 `torch.set_grad_enabled(False)` covers it: not as a `with` around the loop or around the model
 calls, not as a decorator of the function, and not around every call site of the function.
 
@@ -89,6 +91,26 @@ when it yields.
 - PyTorch: locally disabling gradient computation — https://pytorch.org/docs/stable/notes/autograd.html#locally-disabling-gradient-computation
 "#;
 
+/// A file must use PyTorch, directly or through a framework, for its loops to run models.
+const TORCH_MODULES: &[&str] = &[
+    "torch",
+    "lightning",
+    "pytorch_lightning",
+    "transformers",
+    "accelerate",
+    "timm",
+    "diffusers",
+    "peft",
+    "torchvision",
+];
+
+/// Verbs that name calls which handle a model without running it.
+const NOT_RUNNING_PREFIXES: &[&str] = &[
+    "get", "set", "add", "load", "save", "build", "create", "make", "init", "register", "print", "log", "update",
+    "check", "is_", "has_", "to_", "num", "count", "del", "remove", "find", "list", "iter", "walk", "import", "reset",
+    "compute", "prepare", "enable", "disable", "apply", "wrap", "convert",
+];
+
 /// Lightning hooks that Lightning already runs under `torch.no_grad()`.
 const NO_GRAD_HOOKS: &[&str] = &["validation_step", "test_step", "predict_step"];
 
@@ -105,10 +127,11 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
     if in_hook || needs_gradients(model, node) || grad_switched_off_before(model, node) || freezes_parameters(model) {
         return;
     }
-    let model_calls: Vec<Node<'a>> = model
-        .own_calls_within(node)
-        .filter(|c| model.calls_a_model(*c) && ast::callee_name(*c, model.text) != Some("generate"))
-        .collect();
+    if !TORCH_MODULES.iter().any(|m| model.imports.imports_module(m)) {
+        return;
+    }
+    let model_calls: Vec<Node<'a>> =
+        model.own_calls_within(node).filter(|c| model.calls_a_model(*c) && runs_the_model(model, *c)).collect();
     if model_calls.is_empty() || model_calls.iter().all(|c| model.grad_disabled(*c)) {
         return;
     }
@@ -125,6 +148,19 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
     if let Some(fix) = fix {
         diagnostic.with_fix(fix);
     }
+}
+
+/// A call that runs a model rather than asks it something: not `model.generate(...)` (which
+/// disables gradients itself), not `get_model()`, `load_model(...)` or `self.add_module(...)`.
+fn runs_the_model(model: &Model<'_>, call: Node<'_>) -> bool {
+    let raw = ast::callee_name(call, model.text).unwrap_or_default();
+    let name = raw.trim_start_matches('_').to_ascii_lowercase();
+    // `Net(config)` and `model_class(config)` build a model; `exported.module()` returns one.
+    let constructs = raw.starts_with(|c: char| c.is_ascii_uppercase())
+        || name.ends_with("class")
+        || name.ends_with("_cls")
+        || (name == "module" && ast::arguments(call).is_some_and(|a| a.named_child_count() == 0));
+    name != "generate" && !constructs && !NOT_RUNNING_PREFIXES.iter().any(|p| name.starts_with(p))
 }
 
 fn is_eval_loop(model: &Model<'_>, node: Node<'_>) -> bool {

@@ -92,21 +92,25 @@ static LARGE_VISION: LazyLock<Regex> = LazyLock::new(|| {
 fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
     let model = checker.model;
     let node = candidate.node;
-    if !model.is_training_context() || checkpointing_is_on(model) {
-        return;
-    }
+    // Cheap shape tests first: `checkpointing_is_on` looks at every call of the file.
     if node.kind() == "assignment" {
-        if let Some((block, input)) = chained_block_in_forward(model, node) {
-            let fix = checkpoint_block(model, node, block, input);
-            let diagnostic = checker.report_node(node, "This stack of blocks runs without activation checkpointing: every block's activations stay alive until the backward");
-            if let Some(fix) = fix {
-                diagnostic.with_fix(fix);
-            }
+        let Some((block, input)) = chained_block_in_forward(model, node) else { return };
+        if !model.is_training_context() || checker.memo(0, || checkpointing_is_on(model)) {
+            return;
+        }
+        let fix = checkpoint_block(model, node, block, input);
+        let diagnostic = checker.report_node(node, "This stack of blocks runs without activation checkpointing: every block's activations stay alive until the backward");
+        if let Some(fix) = fix {
+            diagnostic.with_fix(fix);
         }
         return;
     }
     let Some(kind) = large_model_kind(model, node) else { return };
-    if model_reaches_unseen_helper(model, node) || returned_to_another_module(model, node) {
+    if !model.is_training_context()
+        || checker.memo(0, || checkpointing_is_on(model))
+        || model_reaches_unseen_helper(model, node)
+        || returned_to_another_module(model, node)
+    {
         return;
     }
     let fix = enable_after_load(model, node, kind);
@@ -177,12 +181,20 @@ fn checkpointing_is_on(model: &Model<'_>) -> bool {
     model.calls.iter().any(|call| model.callee_summary(*call).is_some_and(|s| s.enables_checkpointing))
 }
 
-/// The loaded model is handed to a helper the checker cannot see, which may enable checkpointing.
+/// The loaded model is handed to a helper the checker cannot see, which may enable checkpointing:
+/// an unseen one, or a local or project helper that passes it on to unseen code.
 fn model_reaches_unseen_helper(model: &Model<'_>, load: Node<'_>) -> bool {
     let Some(target) = load_target(load) else { return false };
     let name = model.node_text(target);
     model.calls.iter().any(|call| {
-        matches!(model.resolve_call(*call), CallTarget::Unseen)
+        let opaque = match model.resolve_call(*call) {
+            CallTarget::Unseen => true,
+            CallTarget::Local(_) | CallTarget::Project(_) => {
+                model.callee_summary(*call).is_some_and(|s| s.calls_unseen)
+            }
+            _ => false,
+        };
+        opaque
             && ast::positional_args(*call)
                 .iter()
                 .chain(&ast::keyword_args(*call))

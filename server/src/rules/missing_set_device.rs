@@ -208,9 +208,19 @@ fn device_visibility_set(model: &Model<'_>) -> bool {
         || model.text.contains("CUDA_VISIBLE_DEVICES']=")
 }
 
+/// A set-up helper the checker cannot see through: unseen itself, or seen (in this file or the
+/// project) but handing over to code that is unseen, as `init_distributed_mode` calling a cluster
+/// launcher's `bind_process` does.
 fn unseen_setup_helper(model: &Model<'_>) -> bool {
     model.calls.iter().any(|call| {
-        matches!(model.resolve_call(*call), CallTarget::Unseen)
+        let opaque = match model.resolve_call(*call) {
+            CallTarget::Unseen => true,
+            CallTarget::Local(_) | CallTarget::Project(_) => {
+                model.callee_summary(*call).is_some_and(|s| s.calls_unseen)
+            }
+            _ => false,
+        };
+        opaque
             && ast::callee_name(*call, model.text).is_some_and(|name| {
                 let name = name.to_ascii_lowercase();
                 SETUP_HINTS.iter().any(|hint| name.contains(hint))

@@ -34,7 +34,8 @@ Zeroing is tracked per optimizer. It counts as `optimizer.zero_grad()`, `model.z
 model whose parameters the optimizer updates, a loop that sets `p.grad = None` (or calls
 `p.grad.zero_()`), or a helper called from the loop that does one of these. A GAN that zeroes only
 the discriminator's optimizer while stepping both is flagged for the generator's. When the loop
-calls a helper the checker cannot see, the rule stays quiet.
+calls a helper the checker cannot see, the rule stays quiet, and so it does for an optimizer that
+is built afresh inside the loop (each one steps once).
 
 ## Why is this bad?
 `.backward()` adds into `.grad`; it never overwrites it. Without zeroing, every step applies the
@@ -79,7 +80,12 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
         .own_calls_within(scope)
         .take_while(|c| c.id() != call.id())
         .any(|c| model.stepped_optimizer(c).is_some_and(|o| model.node_text(o) == name));
-    if stepped_before || zeroes_or_may_zero(model, scope, name) {
+    // An optimizer built afresh in each iteration usually steps fresh tensors once.
+    let built_in_body = model
+        .assignments_to(name)
+        .iter()
+        .any(|a| ast::contains(scope, *a) && ast::precedes(*a, call) && model.assigns_new_optimizer(*a));
+    if stepped_before || built_in_body || zeroes_or_may_zero(model, scope, name) {
         return;
     }
     let fix = insert_zero_grad(model, call, name);

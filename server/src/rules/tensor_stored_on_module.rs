@@ -6,7 +6,7 @@ use super::{Candidate, FixAvailability, Rule};
 use crate::diagnostic::Severity;
 use crate::fix::{Edit, Fix};
 use crate::lint::Checker;
-use crate::semantic::{Model, ast};
+use crate::semantic::{CallTarget, Model, ast};
 
 pub const RULE: Rule = Rule {
     code: "CUL403",
@@ -276,11 +276,15 @@ fn origin<'a>(model: &Model<'a>, forward: Node<'a>, value: Node<'a>, at: Node<'a
         "identifier" => {
             let name = model.node_text(value);
             if name == "self" {
-                Origin::Unrelated
-            } else if is_parameter(model, forward, name) {
-                Origin::Input
-            } else {
-                last_local_assignment(model, forward, name, at).map_or(Origin::Unrelated, of)
+                return Origin::Unrelated;
+            }
+            // The latest binding wins: `x = block(x)` rebinds the parameter `x`.
+            match last_local_assignment(model, forward, name, at) {
+                Some(assignment) => assignment
+                    .child_by_field_name("right")
+                    .map_or(Origin::Unrelated, |right| origin(model, forward, right, assignment, depth + 1)),
+                None if is_parameter(model, forward, name) => Origin::Input,
+                None => Origin::Unrelated,
             }
         }
         "attribute" => {
@@ -306,22 +310,50 @@ fn origin<'a>(model: &Model<'a>, forward: Node<'a>, value: Node<'a>, at: Node<'a
             if UNTRACKED_CALLS.contains(&name) || (is_builtin && TO_PYTHON.contains(&name)) {
                 return Origin::Unrelated;
             }
-            let mut inputs: Vec<Node<'a>> = ast::receiver(value).into_iter().collect();
-            if let Some(arguments) = ast::arguments(value) {
-                let mut cursor = arguments.walk();
-                for argument in arguments.named_children(&mut cursor) {
-                    match argument.kind() {
-                        "keyword_argument" => inputs.extend(argument.child_by_field_name("value")),
-                        "list_splat" | "dictionary_splat" => inputs.extend(argument.named_child(0)),
-                        "comment" => {}
-                        _ => inputs.push(argument),
+            let arguments = call_arguments(value);
+            let Some(function) = ast::callee(value) else { return Origin::Unrelated };
+            match function.kind() {
+                "attribute" => {
+                    let receiver = function.child_by_field_name("object");
+                    let is_library_function = model.qualified_name(function).is_some();
+                    let is_submodule_call = receiver.is_some_and(|r| model.node_text(r) == "self");
+                    if is_library_function || is_submodule_call {
+                        // `torch.cat([a, b])`, `F.softmax(x)`, `self.backbone(x)`.
+                        computed_if_any(arguments)
+                    } else {
+                        // A tensor method: `x.float()`, `self.pos.to(device)` (not from the inputs).
+                        computed_if_any(receiver.into_iter().collect())
                     }
                 }
+                "identifier" => match model.resolve_call(value) {
+                    // A helper the checker cannot see, or a non-torch library: no tensor known.
+                    CallTarget::Unseen | CallTarget::Project(_) => Origin::Unrelated,
+                    CallTarget::Library(qualified) if !qualified.starts_with("torch.") => Origin::Unrelated,
+                    // torch functions, local helpers and callable layers (`block(x)`).
+                    _ => computed_if_any(arguments),
+                },
+                // `self.blocks[i](x)`
+                _ => computed_if_any(arguments),
             }
-            computed_if_any(inputs)
         }
         _ => Origin::Unrelated,
     }
+}
+
+/// Positional and keyword argument values, splats unpacked.
+fn call_arguments(call: Node<'_>) -> Vec<Node<'_>> {
+    let mut inputs = Vec::new();
+    let Some(arguments) = ast::arguments(call) else { return inputs };
+    let mut cursor = arguments.walk();
+    for argument in arguments.named_children(&mut cursor) {
+        match argument.kind() {
+            "keyword_argument" => inputs.extend(argument.child_by_field_name("value")),
+            "list_splat" | "dictionary_splat" => inputs.extend(argument.named_child(0)),
+            "comment" => {}
+            _ => inputs.push(argument),
+        }
+    }
+    inputs
 }
 
 fn is_parameter(model: &Model<'_>, function: Node<'_>, name: &str) -> bool {
@@ -337,14 +369,14 @@ fn is_parameter(model: &Model<'_>, function: Node<'_>, name: &str) -> bool {
     })
 }
 
-/// The right side of the last assignment to a local of `forward` before `at`.
+/// The last assignment to a local of `forward` before `at`.
 fn last_local_assignment<'a>(model: &Model<'a>, forward: Node<'a>, name: &str, at: Node<'a>) -> Option<Node<'a>> {
     model
         .assignments_to(name)
         .iter()
         .filter(|a| ast::enclosing_function(**a).is_some_and(|f| f.id() == forward.id()) && ast::precedes(**a, at))
         .max_by_key(|a| a.start_byte())
-        .and_then(|a| a.child_by_field_name("right"))
+        .copied()
 }
 
 /// Append `.detach()` to the stored value (to each computed element of a stored tuple or list).

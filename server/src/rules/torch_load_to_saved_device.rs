@@ -6,7 +6,7 @@ use super::{Candidate, FixAvailability, Rule};
 use crate::diagnostic::Severity;
 use crate::fix::{Applicability, Edit, Fix};
 use crate::lint::Checker;
-use crate::semantic::{Model, ast};
+use crate::semantic::{Model, ast, names};
 
 pub const RULE: Rule = Rule {
     code: "CUL102",
@@ -62,6 +62,7 @@ tensors directly now gets them on the CPU.
 "#;
 
 const TORCH_LOAD: &[&str] = &["torch.load", "torch.serialization.load"];
+const TORCH_SAVE: &[&str] = &["torch.save", "torch.serialization.save"];
 
 /// Words in a path or a variable name that say the file holds data, or a small state, rather than
 /// model weights.
@@ -112,7 +113,7 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
         || ast::positional_args(call).len() >= 2
         || ast::has_dictionary_splat(call)
         || has_list_splat(call);
-    if maps_location || loads_data(model, call) {
+    if maps_location || loads_data(model, call) || reloads_own_save(model, call) {
         return;
     }
     let fix = add_map_location(model, call);
@@ -123,6 +124,46 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
     if let Some(fix) = fix {
         diagnostic.with_fix(fix);
     }
+}
+
+/// A single-process script that reads back the file it saved itself (`torch.save(model, f)` then
+/// `model = torch.load(f)` under the same `open(args.save, ...)`, as pytorch/examples'
+/// word_language_model does): the tensors return to the device they were saved from, which is
+/// the device this process uses. With several processes the file may come from rank 0's GPU, so
+/// distributed files are not exempt.
+fn reloads_own_save<'a>(model: &Model<'a>, load: Node<'a>) -> bool {
+    let distributed = model.calls_to(names::INIT_PROCESS_GROUP).next().is_some()
+        || model.calls_to(names::DDP).next().is_some()
+        || model.frameworks().places_model();
+    if distributed {
+        return false;
+    }
+    let Some(loaded) = saved_path(model, ast::positional_args(load).first().copied(), load, "f") else {
+        return false;
+    };
+    model.calls_to(TORCH_SAVE).any(|save| {
+        let path = ast::positional_args(save).get(1).copied();
+        saved_path(model, path, save, "f").is_some_and(|saved| saved == loaded)
+    })
+}
+
+/// The text naming the file of a save or load: the `open(...)` arguments when the argument is
+/// the name bound by `with open(...) as f`, else the argument itself.
+fn saved_path<'a>(model: &Model<'a>, argument: Option<Node<'a>>, call: Node<'a>, keyword: &str) -> Option<&'a str> {
+    let argument = argument.or_else(|| ast::keyword_arg(call, keyword, model.text))?;
+    if argument.kind() == "identifier" {
+        let name = model.node_text(argument);
+        let opened = model.enclosing_with_items(call).into_iter().find_map(|item| {
+            let clause = item.parent().filter(|p| p.kind() == "with_item" || p.kind() == "as_pattern")?;
+            let binds_name = model.node_text(clause).ends_with(&format!("as {name}"));
+            let opens = item.kind() == "call" && ast::callee_name(item, model.text) == Some("open");
+            (binds_name && opens).then(|| ast::positional_args(item).first().map(|p| model.node_text(*p)))?
+        });
+        if let Some(path) = opened {
+            return Some(path);
+        }
+    }
+    Some(model.node_text(argument))
 }
 
 fn has_list_splat(call: Node<'_>) -> bool {

@@ -9,7 +9,6 @@ use crate::diagnostic::Severity;
 use crate::lint::Checker;
 use crate::semantic::environ::EnvSetting;
 use crate::semantic::{Model, ast};
-use crate::text::TextRange;
 
 pub const RULE: Rule = Rule {
     code: "CUL602",
@@ -79,9 +78,7 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
     let model = checker.model;
     for setting in model.env_settings(candidate.node) {
         let Some(message) = problem(model, &setting) else { continue };
-        checker
-            .report_node(setting.node, message)
-            .with_related(TextRange::of(setting.name_node), format!("`{}` is set here", setting.name));
+        checker.report_node(setting.node, message);
         // One finding per statement: the engine keeps one diagnostic per rule and range.
         return;
     }

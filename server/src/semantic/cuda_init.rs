@@ -222,3 +222,70 @@ fn headers_before(holder: Node<'_>) -> Vec<Node<'_>> {
         _ => Vec::new(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::lint::LintContext;
+    use crate::parse::parse;
+    use crate::semantic::Model;
+
+    /// The source of the first call that initialises CUDA before the last `marker()`, if any.
+    fn initialised_by(source: &str) -> Option<String> {
+        let tree = parse(source, None);
+        let model = Model::new(source, &tree, LintContext::default());
+        let at = source.rfind("marker()").expect("a marker");
+        let marker = tree.root_node().descendant_for_byte_range(at, at).expect("the marker's node");
+        model.cuda_initialised_before(marker).map(|call| model.node_text(call).to_owned())
+    }
+
+    #[test]
+    fn calls_that_initialise_cuda() {
+        for (setup, call) in [
+            ("x = t.cuda()", "t.cuda()"),
+            ("x = t.to('cuda:1')", "t.to('cuda:1')"),
+            ("dev = torch.device('cuda' if ok else 'cpu')\nx = t.to(dev)", "t.to(dev)"),
+            ("x = torch.zeros(1, device=f'cuda:{rank}')", "torch.zeros(1, device=f'cuda:{rank}')"),
+            ("torch.cuda.set_device(0)", "torch.cuda.set_device(0)"),
+            ("n = torch.cuda.get_device_name()", "torch.cuda.get_device_name()"),
+            ("ok = torch.cuda.is_bf16_supported()", "torch.cuda.is_bf16_supported()"),
+            ("free, total = torch.cuda.mem_get_info()", "torch.cuda.mem_get_info()"),
+            ("with torch.cuda.device(1):\n    pass", "torch.cuda.device(1)"),
+            ("m = AutoModel.from_pretrained(n, device_map='auto')", "AutoModel.from_pretrained(n, device_map='auto')"),
+        ] {
+            let source = format!("import torch\nfrom transformers import AutoModel\n{setup}\nmarker()\n");
+            assert_eq!(initialised_by(&source).as_deref(), Some(call), "{setup}");
+        }
+    }
+
+    #[test]
+    fn calls_that_do_not_initialise_cuda() {
+        for setup in [
+            "torch.cuda.is_available()",
+            "torch.cuda.device_count()",
+            "torch.cuda.manual_seed_all(0)",
+            "torch.cuda.memory_allocated()",
+            "torch.cuda.empty_cache()",
+            "d = torch.device('cuda')",
+            "torch.backends.cudnn.benchmark = True",
+            "s = torch.amp.GradScaler('cuda')",
+            "s = torch.amp.GradScaler(device='cuda')",
+            "c = torch.cuda.device(1)",
+            "x = t.to(torch.float16)",
+            "x = torch.zeros(1, device='cpu')",
+            "def later():\n    return t.cuda()",
+        ] {
+            let source = format!("import torch\n{setup}\nmarker()\n");
+            assert_eq!(initialised_by(&source), None, "{setup}");
+        }
+        let other_branch = "import torch\nif use_gpu:\n    t.cuda()\nelse:\n    marker()\n";
+        assert_eq!(initialised_by(other_branch), None);
+    }
+
+    #[test]
+    fn follows_local_functions_and_call_sites() {
+        let helper = "import torch\ndef build():\n    return Net().cuda()\nm = build()\nmarker()\n";
+        assert_eq!(initialised_by(helper).as_deref(), Some("build()"));
+        let caller = "import torch\ndef configure():\n    marker()\nm = Net().cuda()\nconfigure()\n";
+        assert_eq!(initialised_by(caller).as_deref(), Some("Net().cuda()"));
+    }
+}

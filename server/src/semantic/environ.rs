@@ -133,3 +133,67 @@ impl<'a> Model<'a> {
         name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_').then_some(name)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::EnvWrite;
+    use crate::lint::LintContext;
+    use crate::parse::parse;
+    use crate::semantic::Model;
+
+    /// `(name, value text, how)` of every setting in the source, in order.
+    fn settings(source: &str) -> Vec<(String, Option<String>, EnvWrite)> {
+        let tree = parse(source, None);
+        let model = Model::new(source, &tree, LintContext::default());
+        let mut nodes: Vec<_> = model.calls.clone();
+        let mut stack = vec![tree.root_node()];
+        while let Some(node) = stack.pop() {
+            if node.kind() == "assignment" {
+                nodes.push(node);
+            }
+            let mut cursor = node.walk();
+            stack.extend(node.named_children(&mut cursor));
+        }
+        nodes.sort_by_key(|n| n.start_byte());
+        nodes
+            .into_iter()
+            .flat_map(|n| model.env_settings(n))
+            .map(|s| (s.name.to_owned(), s.value.map(|v| model.node_text(v).to_owned()), s.how))
+            .collect()
+    }
+
+    #[test]
+    fn every_way_of_setting_a_variable_resolves_through_imports() {
+        let source = r#"
+import os as o
+from os import environ as env, putenv
+o.environ["A"] = "1"
+env.setdefault("B", "2")
+o.environ.update({"C": "3"}, D="4")
+putenv("E", "5")
+o.putenv("F", x)
+"#;
+        let found = settings(source);
+        let names: Vec<_> = found.iter().map(|(n, _, _)| n.as_str()).collect();
+        assert_eq!(names, ["A", "B", "C", "D", "E", "F"]);
+        assert_eq!(found[1].2, EnvWrite::SetDefault);
+        assert_eq!(found[3], ("D".to_owned(), Some("\"4\"".to_owned()), EnvWrite::Update));
+        assert_eq!(found[5].1.as_deref(), Some("x"));
+    }
+
+    #[test]
+    fn copies_reads_computed_names_and_bare_spellings_are_not_settings() {
+        let source = r#"
+import os
+env = dict(os.environ)
+env["A"] = "1"
+os.environ[name] = "1"
+os.environ[f"CUDA_{x}"] = "1"
+os.environ[b"B"] = "1"
+x = os.environ["C"]
+os.environ.get("D", "1")
+environ["E"] = "1"
+"#;
+        assert_eq!(settings(source), Vec::new());
+    }
+}

@@ -27,7 +27,7 @@ pub struct LoopInfo<'a> {
 /// Names of functions that evaluate rather than train.
 pub fn is_eval_function_name(name: &str) -> bool {
     let name = name.trim_start_matches('_').to_ascii_lowercase();
-    ["eval", "valid", "test", "predict", "infer", "generate", "sample", "benchmark"].iter().any(|p| name.starts_with(p))
+    ["eval", "valid", "test", "predict", "infer"].iter().any(|p| name.starts_with(p))
         || name.ends_with("_eval")
         || name.ends_with("_evaluate")
         || name.contains("evaluat")
@@ -41,7 +41,10 @@ impl<'a> Model<'a> {
     }
 
     pub fn loop_info(&self, node: Node<'_>) -> Option<&LoopInfo<'a>> {
-        self.loops().iter().find(|l| l.node.id() == node.id())
+        // Loops are sorted by start byte; a loop's start is unique among loops.
+        let loops = self.loops();
+        let at = loops.partition_point(|l| l.node.start_byte() < node.start_byte());
+        loops[at..].iter().take_while(|l| l.node.start_byte() == node.start_byte()).find(|l| l.node.id() == node.id())
     }
 
     pub fn step_loops(&self) -> impl Iterator<Item = &LoopInfo<'a>> {

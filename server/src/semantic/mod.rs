@@ -50,6 +50,8 @@ pub struct Model<'a> {
     loops: OnceCell<Vec<LoopInfo<'a>>>,
     frameworks: OnceCell<Frameworks>,
     summaries: std::cell::RefCell<HashMap<usize, FunctionSummary>>,
+    /// `resolve_call` answers by call node id: rules ask about the same calls many times.
+    resolved: std::cell::RefCell<HashMap<usize, CallTarget<'a>>>,
 }
 
 /// What a call refers to, as far as the checker can see.
@@ -84,6 +86,7 @@ impl<'a> Model<'a> {
             loops: OnceCell::new(),
             frameworks: OnceCell::new(),
             summaries: Default::default(),
+            resolved: Default::default(),
         };
         model.walk();
         model
@@ -187,6 +190,15 @@ impl<'a> Model<'a> {
 
     /// What a call refers to.
     pub fn resolve_call(&self, call: Node<'a>) -> CallTarget<'a> {
+        if let Some(target) = self.resolved.borrow().get(&call.id()) {
+            return target.clone();
+        }
+        let target = self.resolve_call_uncached(call);
+        self.resolved.borrow_mut().insert(call.id(), target.clone());
+        target
+    }
+
+    fn resolve_call_uncached(&self, call: Node<'a>) -> CallTarget<'a> {
         let Some(function) = ast::callee(call) else { return CallTarget::Dynamic };
         let source = self.text;
         match function.kind() {

@@ -63,14 +63,17 @@ impl<'a> Model<'a> {
             return false;
         }
         let text = self.node_text(expression);
-        let constructed = self.assignments_to(text).iter().any(|assignment| {
-            assignment.child_by_field_name("right").filter(|r| r.kind() == "call").is_some_and(|r| {
-                self.call_qualified_name(r).is_some_and(|q| {
-                    OPTIMIZER_MODULES.iter().any(|m| q.starts_with(m)) && !NOT_OPTIMIZERS.iter().any(|n| q.contains(n))
-                })
-            })
-        });
+        let constructed = self.assignments_to(text).iter().any(|a| self.assigns_new_optimizer(*a));
         constructed || is_optimizer_name(last_segment(text))
+    }
+
+    /// Whether an assignment's value is an optimizer constructor call: `torch.optim.AdamW(...)`.
+    pub fn assigns_new_optimizer(&self, assignment: Node<'_>) -> bool {
+        assignment.child_by_field_name("right").filter(|r| r.kind() == "call").is_some_and(|r| {
+            self.call_qualified_name(r).is_some_and(|q| {
+                OPTIMIZER_MODULES.iter().any(|m| q.starts_with(m)) && !NOT_OPTIMIZERS.iter().any(|n| q.contains(n))
+            })
+        })
     }
 
     /// Whether an expression names a `GradScaler` (by construction or by name).

@@ -52,7 +52,14 @@ culint="${CARGO_TARGET_DIR:-$repo_root/target}/debug/culint"
 
 log "building the extension"
 npm_ci_if_stale "$extension_dir"
-(cd "$extension_dir" && npm test --silent >/dev/null && npm run --silent package >/dev/null)
+build_log=$(mktemp "${TMPDIR:-/tmp}/culint-e2e-vscode-build.XXXXXX")
+if ! (cd "$extension_dir" && npm test && npm run package) >"$build_log" 2>&1; then
+  cat "$build_log" >&2
+  rm -f "$build_log"
+  echo "building the extension in $extension_dir failed (unit tests, type check or packaging)" >&2
+  exit 1
+fi
+rm -f "$build_log"
 vsix=$extension_dir/culint.vsix
 
 # --- a private code-server: its own config, user data, extensions and workspace ----------------

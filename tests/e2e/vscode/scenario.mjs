@@ -9,7 +9,7 @@ const hasNvidiaDriver = existsSync("/dev/nvidiactl");
 export const SCENARIO = {
   file: "train.py",
   /** Every one of these codes must show up in the Problems panel. */
-  expectedCodes: ["CUL201", "CUL202"],
+  expectedCodes: ["CUL201", "CUL202", "CUL303"],
   hover: {
     code: "CUL201",
     /** Hover over the first occurrence of this text: the call inside the step loop. */
@@ -29,6 +29,18 @@ export const SCENARIO = {
         "    torch.cuda.empty_cache()\n    del model, optimizer\n",
         "    del model, optimizer\n    torch.cuda.empty_cache()\n",
       ),
+  },
+  /** "culint: Fix all" then applies the remaining safe fix (CUL303) and leaves the unsafe one
+   * (CUL201) alone. */
+  fixAll: {
+    code: "CUL303",
+    expected: (before) => before.replace("torch.cuda.amp.autocast()", 'torch.amp.autocast("cuda")'),
+  },
+  explain: {
+    /** A log in the workspace; the test selects all of it and runs "culint: Explain error". */
+    file: "oom.log",
+    /** The knowledge entry's id: culint's explanation names it, the log does not. */
+    expectText: /cuda\/oom-/,
   },
   probe: hasNvidiaDriver
     ? { expectText: /free/i, statusText: /GPUs? [0-9.]+ [MG]iB free/ }

@@ -28,17 +28,24 @@ local function error_text(err)
   return type(err) == "table" and err.message or tostring(err)
 end
 
+-- LSP's RequestFailed: the server's answer when the machine has no NVIDIA driver or no GPU.
+local REQUEST_FAILED = -32803
+
 function M.probe()
   execute("culint.probe", {}, function(err, result)
-    if err then
+    if err and err.code == REQUEST_FAILED then
       -- No GPU or driver is an answer, not a failure: the server gives the one-line reason as the
       -- error's message and the report in its data. Show it like any report.
-      local data = type(err) == "table" and err.data or nil
+      local data = err.data
       if type(data) == "table" and type(data.markdown) == "string" then
         view.show("probe", data.markdown)
       else
         view.show("probe", "# GPU probe\n\nThe probe could not run: " .. error_text(err))
       end
+      return
+    end
+    if err then
+      notify("the GPU probe failed: " .. error_text(err), vim.log.levels.ERROR)
       return
     end
     view.show("probe", view.markdown_of(result))

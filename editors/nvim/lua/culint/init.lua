@@ -83,13 +83,15 @@ end
 --- and filetypes; the legacy path reads them from M.options).
 function M.client_config()
   local options = M.options
+  -- An empty Lua table would be sent as the JSON array `[]`; the server wants an object.
+  local settings = vim.tbl_isempty(options.settings) and vim.empty_dict() or options.settings
   return {
     name = "culint",
     cmd = options.cmd,
     filetypes = options.filetypes,
     root_markers = options.root_markers,
-    init_options = options.settings,
-    settings = { culint = options.settings },
+    init_options = settings,
+    settings = { culint = settings },
     on_attach = options.on_attach,
     capabilities = options.capabilities,
   }

@@ -19,7 +19,10 @@ pub async fn did_change(context: &ServerContext, params: DidChangeTextDocumentPa
             let Some(open) = session.documents.get_mut(&uri) else {
                 return Ok(Err(format!("culint: ignored a change to {}, which is not open", uri.as_str())));
             };
-            Ok(apply_changes(open, &params.content_changes, version, encoding).map(|()| push))
+            let applied = apply_changes(open, &params.content_changes, version, encoding);
+            let text = open.document.text().to_owned();
+            session.overlay(&uri, Some(text));
+            Ok(applied.map(|()| push))
         })
         .await;
     match applied {

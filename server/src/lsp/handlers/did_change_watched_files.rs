@@ -1,22 +1,37 @@
-//! `workspace/didChangeWatchedFiles`: a pyproject.toml or culint.toml changed, so every open
-//! document may lint differently.
+//! `workspace/didChangeWatchedFiles`: a pyproject.toml or culint.toml changed (reload the
+//! configuration), or a Python file whose helpers other files call (forget its summaries); every
+//! open document may lint differently.
+
+use std::path::PathBuf;
 
 use tower_lsp_server::ls_types::{DidChangeWatchedFilesParams, MessageType};
 
 use crate::lsp::context::ServerContext;
+use crate::lsp::session::path_of;
 
 pub async fn did_change_watched_files(context: &ServerContext, params: DidChangeWatchedFilesParams) {
-    let changed: Vec<&str> = params
+    let is_config = |uri: &str| uri.ends_with("/pyproject.toml") || uri.ends_with("/culint.toml");
+    let configs: Vec<&str> = params.changes.iter().map(|c| c.uri.as_str()).filter(|uri| is_config(uri)).collect();
+    let modules: Vec<PathBuf> = params
         .changes
         .iter()
-        .map(|change| change.uri.as_str())
-        .filter(|uri| uri.ends_with("/pyproject.toml") || uri.ends_with("/culint.toml"))
+        .filter(|change| change.uri.as_str().ends_with(".py"))
+        .filter_map(|change| path_of(&change.uri))
         .collect();
-    if changed.is_empty() {
-        return;
+    if !modules.is_empty() {
+        let session = context.session.lock();
+        for module in &modules {
+            session.project.invalidate(module);
+        }
     }
-    context.log(MessageType::INFO, format!("culint: configuration changed ({}); re-linting", changed.join(", "))).await;
-    context.refresh_diagnostics().await;
+    if !configs.is_empty() {
+        context
+            .log(MessageType::INFO, format!("culint: configuration changed ({}); re-linting", configs.join(", ")))
+            .await;
+        context.refresh_diagnostics().await;
+    } else if !modules.is_empty() {
+        context.relint_open_documents().await;
+    }
 }
 
 #[cfg(test)]
@@ -71,6 +86,38 @@ mod tests {
             })
             .await;
         assert!(log["params"]["message"].as_str().unwrap().contains("culint.toml"), "{log}");
+        client.shutdown().await;
+    }
+}
+
+#[cfg(test)]
+mod cross_file_tests {
+    use serde_json::json;
+    use tower_lsp_server::ls_types::Uri;
+
+    use crate::lsp::testing::{TestClient, basic_capabilities};
+
+    const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/project/ddp_helper");
+
+    #[tokio::test]
+    async fn a_changed_helper_module_relints_the_files_that_call_it() {
+        let project = tempfile::tempdir().unwrap();
+        for name in ["pyproject.toml", "train.py", "utils.py"] {
+            std::fs::copy(format!("{FIXTURE}/{name}"), project.path().join(name)).unwrap();
+        }
+        let train = Uri::from_file_path(project.path().join("train.py")).unwrap();
+        let utils = Uri::from_file_path(project.path().join("utils.py")).unwrap();
+        let (mut client, _) = TestClient::start(basic_capabilities(), json!({"select": ["CUL101"]})).await;
+        client.open(train.as_str(), &std::fs::read_to_string(project.path().join("train.py")).unwrap()).await;
+        assert!(client.diagnostics(train.as_str(), 1).await.is_empty(), "utils.init_distributed_mode sets the device");
+
+        let helper = std::fs::read_to_string(project.path().join("utils.py")).unwrap();
+        std::fs::write(project.path().join("utils.py"), helper.replace("    torch.cuda.set_device(args.gpu)\n", ""))
+            .unwrap();
+        client.notify("workspace/didChangeWatchedFiles", json!({"changes": [{"uri": utils, "type": 2}]})).await;
+        let diagnostics = client.diagnostics(train.as_str(), 1).await;
+        let codes: Vec<&str> = diagnostics.iter().map(|d| d["code"].as_str().unwrap()).collect();
+        assert_eq!(codes, ["CUL101"]);
         client.shutdown().await;
     }
 }

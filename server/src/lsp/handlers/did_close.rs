@@ -10,6 +10,7 @@ pub async fn did_close(context: &ServerContext, params: DidCloseTextDocumentPara
     let push = {
         let mut session = context.session.lock();
         session.documents.remove(&uri);
+        session.overlay(&uri, None);
         !session.features.pull_diagnostics
     };
     if push {

@@ -13,6 +13,7 @@ pub async fn did_open(context: &ServerContext, params: DidOpenTextDocumentParams
         let mut session = context.session.lock();
         let open = OpenDocument::new(Document::new(&item.text, item.version), path_of(&item.uri));
         session.documents.insert(item.uri.clone(), open);
+        session.overlay(&item.uri, Some(item.text));
         !session.features.pull_diagnostics
     };
     if push {

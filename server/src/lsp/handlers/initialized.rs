@@ -8,8 +8,9 @@ use tower_lsp_server::ls_types::{
 
 use crate::lsp::context::ServerContext;
 
-/// The configuration files whose changes re-lint every open document.
-pub const CONFIG_FILE_GLOBS: &[&str] = &["**/pyproject.toml", "**/culint.toml"];
+/// The files whose changes re-lint every open document: configuration files, and Python files,
+/// whose helpers the rules follow from a training loop in another file.
+pub const WATCHED_GLOBS: &[&str] = &["**/pyproject.toml", "**/culint.toml", "**/*.py"];
 
 pub async fn initialized(context: &ServerContext, _params: InitializedParams) {
     let (features, warnings, detect_hardware) = {
@@ -27,12 +28,12 @@ pub async fn initialized(context: &ServerContext, _params: InitializedParams) {
 
     let mut registrations = Vec::new();
     if features.dynamic_file_watchers {
-        let watchers = CONFIG_FILE_GLOBS
+        let watchers = WATCHED_GLOBS
             .iter()
             .map(|glob| FileSystemWatcher { glob_pattern: GlobPattern::String((*glob).to_owned()), kind: None })
             .collect();
         registrations.push(Registration {
-            id: "culint-config-files".to_owned(),
+            id: "culint-watched-files".to_owned(),
             method: "workspace/didChangeWatchedFiles".to_owned(),
             register_options: serde_json::to_value(DidChangeWatchedFilesRegistrationOptions { watchers }).ok(),
         });
@@ -98,7 +99,7 @@ mod tests {
             .iter()
             .map(|w| w["globPattern"].as_str().unwrap())
             .collect();
-        assert_eq!(globs, ["**/pyproject.toml", "**/culint.toml"]);
+        assert_eq!(globs, ["**/pyproject.toml", "**/culint.toml", "**/*.py"]);
         client.shutdown().await;
     }
 
