@@ -86,6 +86,40 @@ fn shutdown_then_exit_ends_with_code_zero() {
     assert_eq!(status.code(), Some(0));
 }
 
+/// Clients keep the server's stdin open until the process has ended (`Child::wait` in std closes
+/// it first, which would hide a server stuck in a read of stdin).
+#[test]
+fn exit_ends_the_process_while_stdin_is_still_open() {
+    let mut child = spawn();
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    send(
+        &mut child,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "rootUri": "file:///tmp/culint-e2e",
+            "capabilities": {"window": {"workDoneProgress": true},
+                "workspace": {"didChangeWatchedFiles": {"dynamicRegistration": true}}},
+            "initializationOptions": {"select": ["CUL2"]}}}),
+    );
+    receive_response(&mut stdout, 1);
+    send(&mut child, json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}));
+    send(&mut child, json!({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}));
+    receive_response(&mut stdout, 2);
+    send(&mut child, json!({"jsonrpc": "2.0", "method": "exit"}));
+    let _open_stdin = child.stdin.take();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            child.kill().ok();
+            panic!("the server was still running 20 s after `exit`");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(0));
+}
+
 #[test]
 fn exit_without_shutdown_ends_with_code_one() {
     let mut child = spawn();

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use culint::fix::Applicability;
 use culint::hardware::HardwareFacts;
-use culint::lint::{LintContext, LintSettings, RuleSet, fix_text, lint, query_of};
+use culint::lint::{LintContext, LintSettings, RuleSet, compile_query, fix_text, lint};
 use culint::parse::{error_count, parse};
 use culint::rules::{DOC_HEADINGS, RULES, Rule};
 
@@ -122,7 +122,7 @@ fn every_rule_flags_exactly_its_marked_lines() {
 #[test]
 fn every_query_compiles_and_names_a_violation() {
     for rule in RULES {
-        let query = query_of(rule);
+        let query = compile_query(rule).unwrap_or_else(|e| panic!("{}: query does not compile: {e}", rule.code));
         assert!(query.capture_index_for_name("violation").is_some(), "{}: query has no @violation capture", rule.code);
         let header = format!("; {} {}", rule.code, rule.name);
         assert!(rule.query.starts_with(&header), "{}: query must start with `{header}`", rule.code);

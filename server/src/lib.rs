@@ -13,6 +13,7 @@ pub mod knowledge;
 pub mod lint;
 pub mod lsp;
 pub mod parse;
+pub mod prefilter;
 pub mod probe;
 pub mod project;
 pub mod rules;

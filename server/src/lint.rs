@@ -11,6 +11,7 @@ use crate::diagnostic::{Diagnostic, Related, Severity};
 use crate::fix::{Applicability, Fix, apply_fixes};
 use crate::hardware::HardwareFacts;
 use crate::parse::{error_count, parse, python};
+use crate::prefilter::PresentTokens;
 use crate::project::ProjectIndex;
 use crate::rules::{Candidate, RULES, Rule};
 use crate::semantic::Model;
@@ -88,34 +89,55 @@ pub struct LintContext<'a> {
     pub project: Option<&'a ProjectIndex>,
 }
 
-static QUERIES: LazyLock<Vec<Query>> = LazyLock::new(|| {
-    RULES
-        .iter()
-        .map(|rule| {
-            Query::new(&python(), rule.query)
-                .unwrap_or_else(|e| panic!("query of {} {} does not compile: {e}", rule.code, rule.name))
-        })
-        .collect()
+/// Compile one rule's query on its own: the registry test checks each this way, so that an
+/// error names the rule.
+pub fn compile_query(rule: &Rule) -> Result<Query, tree_sitter::QueryError> {
+    Query::new(&python(), rule.query)
+}
+
+/// Every rule's query compiled into one, so that a single pass of a query cursor finds the
+/// candidates of all rules (each pass walks the whole tree, and 22 of them cost more than
+/// parsing). Patterns keep their rule's order; `rule_of_pattern` maps them back.
+struct RuleQueries {
+    query: Query,
+    rule_of_pattern: Vec<usize>,
+    violation: u32,
+}
+
+static RULE_QUERIES: LazyLock<RuleQueries> = LazyLock::new(|| {
+    let mut source = String::new();
+    let mut starts = Vec::with_capacity(RULES.len());
+    for rule in RULES {
+        starts.push(source.len());
+        source.push_str(rule.query);
+        source.push('\n');
+    }
+    let query = Query::new(&python(), &source).unwrap_or_else(|e| {
+        let rule = RULES[starts.partition_point(|&s| s <= e.offset) - 1];
+        panic!("query of {} {} does not compile: {e}", rule.code, rule.name)
+    });
+    let rule_of_pattern = (0..query.pattern_count())
+        .map(|pattern| starts.partition_point(|&s| s <= query.start_byte_for_pattern(pattern)) - 1)
+        .collect();
+    let violation = query.capture_index_for_name("violation").expect("rule queries capture @violation");
+    RuleQueries { query, rule_of_pattern, violation }
 });
 
-/// The compiled query of a rule.
-pub fn query_of(rule: &Rule) -> &'static Query {
-    &QUERIES[crate::rules::index_of(rule)]
+/// The rules of `settings` that could fire on `text`, judged from its bytes alone (see
+/// [`crate::prefilter`]); rules that need hardware facts are left out when there are none.
+pub fn rules_that_could_fire(text: &str, settings: &LintSettings) -> Vec<&'static Rule> {
+    let tokens = PresentTokens::scan(text);
+    settings
+        .rules
+        .iter()
+        .filter(|rule| !rule.needs_hardware || settings.hardware.is_some())
+        .filter(|rule| tokens.admits(rule, text))
+        .collect()
 }
 
-/// Whether any enabled rule could fire on this text, judged by a byte scan for trigger tokens.
-/// Files that fail this test are never parsed.
+/// Whether linting `text` could produce anything. Files that fail this test are never parsed.
 pub fn may_have_findings(text: &str, settings: &LintSettings) -> bool {
-    settings.show_syntax_errors || settings.rules.iter().any(|rule| has_trigger(text, rule))
-}
-
-/// `CULINT_NO_PREFILTER=1` parses every file and runs every rule, whatever its triggers: the
-/// benchmark uses it to show that the prefilter changes speed, never findings.
-static PREFILTER_DISABLED: LazyLock<bool> =
-    LazyLock::new(|| std::env::var_os("CULINT_NO_PREFILTER").is_some_and(|v| !v.is_empty() && v != "0"));
-
-fn has_trigger(text: &str, rule: &Rule) -> bool {
-    *PREFILTER_DISABLED || rule.triggers.iter().any(|t| memchr::memmem::find(text.as_bytes(), t.as_bytes()).is_some())
+    settings.show_syntax_errors || !rules_that_could_fire(text, settings).is_empty()
 }
 
 /// What a rule's check function works with.
@@ -189,20 +211,15 @@ impl Diagnostic {
 
 /// Lint a parsed text. Diagnostics come back sorted by position, with suppressions applied.
 pub fn lint(text: &str, tree: &Tree, context: LintContext<'_>, settings: &LintSettings) -> Vec<Diagnostic> {
-    let active: Vec<&'static Rule> = settings
-        .rules
-        .iter()
-        .filter(|rule| !rule.needs_hardware || settings.hardware.is_some())
-        .filter(|rule| has_trigger(text, rule))
-        .collect();
+    let active = rules_that_could_fire(text, settings);
     let mut diagnostics = Vec::new();
     if settings.show_syntax_errors {
         diagnostics.extend(syntax_errors(tree));
     }
     if !active.is_empty() {
         let model = Model::new(text, tree, context);
-        let root = tree.root_node();
-        for rule in active {
+        let candidates = candidates_by_rule(text, tree, &active);
+        for (rule, candidates) in active.into_iter().zip(candidates) {
             let mut checker = Checker {
                 model: &model,
                 hardware: settings.hardware.as_ref(),
@@ -210,25 +227,6 @@ pub fn lint(text: &str, tree: &Tree, context: LintContext<'_>, settings: &LintSe
                 diagnostics: Vec::new(),
                 memo: HashMap::new(),
             };
-            let query = query_of(rule);
-            let names = query.capture_names();
-            let violation = query.capture_index_for_name("violation");
-            let mut cursor = QueryCursor::new();
-            let mut matches = cursor.matches(query, root, text.as_bytes());
-            // Candidates are checked in source order, so rules that report "the first" finding
-            // can rely on it.
-            let mut candidates = Vec::new();
-            while let Some(m) = matches.next() {
-                let captures: Vec<(&str, Node)> =
-                    m.captures().iter().map(|c| (names[c.index as usize], c.node)).collect();
-                let Some(node) = m.captures().iter().find(|c| Some(c.index) == violation).map(|c| c.node) else {
-                    continue;
-                };
-                if !inside_error(node) {
-                    candidates.push(Candidate { node, captures });
-                }
-            }
-            candidates.sort_by_key(|c| (c.node.start_byte(), std::cmp::Reverse(c.node.end_byte())));
             for candidate in &candidates {
                 (rule.check)(&mut checker, candidate);
             }
@@ -246,6 +244,35 @@ pub fn lint(text: &str, tree: &Tree, context: LintContext<'_>, settings: &LintSe
     diagnostics.sort_by(|a, b| (a.range.start, &a.code, a.range.end).cmp(&(b.range.start, &b.code, b.range.end)));
     diagnostics.dedup_by(|a, b| a.code == b.code && a.range == b.range);
     diagnostics
+}
+
+/// The candidates of each of `active` (in that order) from one pass of the combined query, each
+/// list in source order so that rules reporting "the first" finding can rely on it. Matches in
+/// regions the parser could not make sense of are dropped.
+fn candidates_by_rule<'a>(text: &'a str, tree: &'a Tree, active: &[&'static Rule]) -> Vec<Vec<Candidate<'a>>> {
+    let queries = &*RULE_QUERIES;
+    let slot_of_rule: Vec<Option<usize>> =
+        RULES.iter().map(|rule| active.iter().position(|a| std::ptr::eq(*a, *rule))).collect();
+    let names = queries.query.capture_names();
+    let mut by_rule: Vec<Vec<Candidate<'a>>> = active.iter().map(|_| Vec::new()).collect();
+    let tree_has_errors = tree.root_node().has_error();
+    let mut cursor = QueryCursor::new();
+    let mut matches = cursor.matches(&queries.query, tree.root_node(), text.as_bytes());
+    while let Some(m) = matches.next() {
+        let Some(slot) = slot_of_rule[queries.rule_of_pattern[m.pattern_index]] else { continue };
+        let Some(node) = m.captures().iter().find(|c| c.index == queries.violation).map(|c| c.node) else {
+            continue;
+        };
+        if tree_has_errors && inside_error(node) {
+            continue;
+        }
+        let captures = m.captures().iter().map(|c| (names[c.index as usize], c.node)).collect();
+        by_rule[slot].push(Candidate { node, captures });
+    }
+    for candidates in &mut by_rule {
+        candidates.sort_by_key(|c| (c.node.start_byte(), std::cmp::Reverse(c.node.end_byte())));
+    }
+    by_rule
 }
 
 /// Lint raw text: skip cheaply when no rule can fire, parse otherwise.

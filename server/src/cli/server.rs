@@ -29,7 +29,12 @@ pub fn run(args: ServerArgs) -> ExitCode {
             return ExitCode::from(super::EXIT_USAGE);
         }
     };
-    match runtime.block_on(lsp::serve(tokio::io::stdin(), tokio::io::stdout())) {
+    let ending = runtime.block_on(lsp::serve(tokio::io::stdin(), tokio::io::stdout()));
+    // Tokio reads stdin with a blocking read on a pool thread, which nothing can interrupt:
+    // waiting for it would keep the process alive after `exit` until the client closes the
+    // pipe, and clients wait for the process to end first.
+    runtime.shutdown_background();
+    match ending {
         lsp::Ending::Orderly => ExitCode::SUCCESS,
         // The protocol's exit code for `exit` without a preceding `shutdown`.
         lsp::Ending::Abrupt => ExitCode::from(1),

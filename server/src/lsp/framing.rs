@@ -7,6 +7,7 @@
 //! session. Filtering here keeps the server alive.
 
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader, DuplexStream};
+use tokio::sync::oneshot;
 use tower_lsp_server::jsonrpc::{Request, Response};
 
 /// A header line longer than this is garbage, not a header.
@@ -21,12 +22,15 @@ enum Frame {
     Malformed(String),
 }
 
-/// The client's stream with every malformed message removed.
-pub fn well_formed_messages<I>(input: I) -> DuplexStream
+/// The client's stream with every malformed message removed, and a signal that fires once the
+/// `exit` notification has been passed on.
+pub fn well_formed_messages<I>(input: I) -> (DuplexStream, oneshot::Receiver<()>)
 where
     I: AsyncRead + Unpin + Send + 'static,
 {
     let (mut forward, filtered) = tokio::io::duplex(64 * 1024);
+    let (exit_tx, exit_rx) = oneshot::channel();
+    let mut exit_tx = Some(exit_tx);
     tokio::spawn(async move {
         let mut input = BufReader::new(input);
         loop {
@@ -42,6 +46,11 @@ where
                         // The transport has stopped reading: the session is over.
                         break;
                     }
+                    if is_exit_notification(&body)
+                        && let Some(exit_tx) = exit_tx.take()
+                    {
+                        let _ = exit_tx.send(());
+                    }
                 }
                 Ok(Some(Frame::Malformed(reason))) => {
                     super::log::write(&format!("culint: ignored a malformed message from the client: {reason}"));
@@ -54,7 +63,13 @@ where
             }
         }
     });
-    filtered
+    (filtered, exit_rx)
+}
+
+fn is_exit_notification(body: &[u8]) -> bool {
+    memchr::memmem::find(body, b"\"exit\"").is_some()
+        && serde_json::from_slice::<serde_json::Value>(body)
+            .is_ok_and(|message| message["method"] == "exit" && message.get("id").is_none())
 }
 
 /// Read the next frame; `None` at the end of the stream.
@@ -182,9 +197,21 @@ mod tests {
     #[tokio::test]
     async fn the_filtered_stream_carries_the_good_messages() {
         let input = [framed("not json"), framed(PING)].concat();
-        let mut filtered = well_formed_messages(std::io::Cursor::new(input.into_bytes()));
+        let (mut filtered, exit_received) = well_formed_messages(std::io::Cursor::new(input.into_bytes()));
         let mut out = String::new();
         filtered.read_to_string(&mut out).await.unwrap();
         assert_eq!(out, framed(PING));
+        assert!(exit_received.await.is_err(), "no `exit` was sent");
+    }
+
+    #[tokio::test]
+    async fn the_exit_notification_is_signalled_once_passed_on() {
+        let exit = r#"{"jsonrpc":"2.0","method":"exit"}"#;
+        let input = [framed(PING), framed(exit)].concat();
+        let (mut filtered, exit_received) = well_formed_messages(std::io::Cursor::new(input.into_bytes()));
+        exit_received.await.expect("exit is signalled");
+        let mut out = String::new();
+        filtered.read_to_string(&mut out).await.unwrap();
+        assert_eq!(out, [framed(PING), framed(exit)].concat());
     }
 }

@@ -13,6 +13,9 @@ use crate::lsp::handlers;
 /// so this is well above the handful a client keeps open (diagnostics, hover, code actions).
 const MAX_CONCURRENCY: usize = 32;
 
+/// How long `exit` waits for the transport to wind down before the session ends regardless.
+const EXIT_GRACE: std::time::Duration = std::time::Duration::from_millis(200);
+
 pub struct Server {
     context: ServerContext,
 }
@@ -104,8 +107,24 @@ where
         session = Some(server.context.session.clone());
         server
     });
-    let input = super::framing::well_formed_messages(input);
-    tower_lsp_server::Server::new(input, output, socket).concurrency_level(MAX_CONCURRENCY).serve(service).await;
+    let (input, exit_received) = super::framing::well_formed_messages(input);
+    let serving =
+        tower_lsp_server::Server::new(input, output, socket).concurrency_level(MAX_CONCURRENCY).serve(service);
+    // The transport returns only once every handler has finished, and a handler may be waiting
+    // for a client that has stopped answering (a `client/registerCapability` in flight at
+    // `exit`). The protocol says to exit at once, so after a moment for the transport to see
+    // `exit` itself, the session ends whatever is still pending.
+    let exited = async {
+        if exit_received.await.is_ok() {
+            tokio::time::sleep(EXIT_GRACE).await;
+        } else {
+            std::future::pending::<()>().await;
+        }
+    };
+    tokio::select! {
+        () = serving => {}
+        () = exited => {}
+    }
     match session {
         Some(session) if session.lock().shutdown_requested => Ending::Orderly,
         _ => Ending::Abrupt,

@@ -2,7 +2,7 @@
 
 use tree_sitter::Node;
 
-use super::{Candidate, FixAvailability, Rule, edits};
+use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
 use crate::cuda_env::alloc_conf;
 use crate::diagnostic::Severity;
 use crate::fix::{Applicability, Edit, Fix};
@@ -17,7 +17,7 @@ pub const RULE: Rule = Rule {
     severity: Severity::Warning,
     fix: FixAvailability::Sometimes,
     query: include_str!("../../../queries/python/alloc_conf_after_cuda_init.scm"),
-    triggers: &["ALLOC_CONF"],
+    prefilter: Prefilter { all_of: &[&["ALLOC_CONF"], &["environ", "putenv"]], scan: None },
     check,
     doc: DOC,
     knowledge: Some("cuda/oom-fragmentation"),

@@ -2,7 +2,7 @@
 
 use tree_sitter::Node;
 
-use super::{Candidate, FixAvailability, Rule};
+use super::{Candidate, FixAvailability, Prefilter, Rule};
 use crate::diagnostic::Severity;
 use crate::lint::Checker;
 use crate::semantic::{Model, ast};
@@ -14,7 +14,7 @@ pub const RULE: Rule = Rule {
     severity: Severity::Warning,
     fix: FixAvailability::None,
     query: include_str!("../../../queries/python/cublas_handle_leak.scm"),
-    triggers: &["cublas"],
+    prefilter: Prefilter { all_of: &[&["cublas"]], scan: None },
     check,
     doc: DOC,
     knowledge: Some("cublas/not-initialized"),

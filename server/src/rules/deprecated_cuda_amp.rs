@@ -2,7 +2,7 @@
 
 use tree_sitter::Node;
 
-use super::{Candidate, FixAvailability, Rule, edits};
+use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
 use crate::diagnostic::Severity;
 use crate::fix::{Edit, Fix};
 use crate::lint::Checker;
@@ -15,7 +15,7 @@ pub const RULE: Rule = Rule {
     severity: Severity::Warning,
     fix: FixAvailability::Sometimes,
     query: include_str!("../../../queries/python/deprecated_cuda_amp.scm"),
-    triggers: &["cuda.amp", "cuda import amp"],
+    prefilter: Prefilter { all_of: &[&["cuda.amp", "cuda import amp"]], scan: None },
     check,
     doc: DOC,
     knowledge: None,

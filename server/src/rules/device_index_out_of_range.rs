@@ -2,7 +2,7 @@
 
 use tree_sitter::Node;
 
-use super::{Candidate, FixAvailability, Rule};
+use super::{Candidate, FixAvailability, Prefilter, Rule};
 use crate::diagnostic::Severity;
 use crate::lint::Checker;
 use crate::semantic::{Model, ast, names};
@@ -13,7 +13,7 @@ pub const RULE: Rule = Rule {
     severity: Severity::Error,
     fix: FixAvailability::None,
     query: include_str!("../../../queries/python/device_index_out_of_range.scm"),
-    triggers: &["cuda", "device_ids", "output_device"],
+    prefilter: Prefilter { all_of: &[&["cuda", "device_ids", "output_device"]], scan: None },
     check,
     doc: DOC,
     knowledge: Some("cuda/invalid-device-ordinal"),

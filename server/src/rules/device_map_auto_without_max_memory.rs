@@ -2,7 +2,7 @@
 
 use tree_sitter::Node;
 
-use super::{Candidate, FixAvailability, Rule};
+use super::{Candidate, FixAvailability, Prefilter, Rule};
 use crate::diagnostic::Severity;
 use crate::fix::{Edit, Fix};
 use crate::hardware::HardwareFacts;
@@ -15,7 +15,7 @@ pub const RULE: Rule = Rule {
     severity: Severity::Info,
     fix: FixAvailability::DisplayOnly,
     query: include_str!("../../../queries/python/device_map_auto_without_max_memory.scm"),
-    triggers: &["device_map"],
+    prefilter: Prefilter { all_of: &[&["device_map"], &["auto"]], scan: None },
     check,
     doc: DOC,
     knowledge: Some("cuda/oom-other-processes"),

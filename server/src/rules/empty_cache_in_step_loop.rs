@@ -2,7 +2,7 @@
 
 use tree_sitter::Node;
 
-use super::{Candidate, FixAvailability, Rule, edits};
+use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
 use crate::diagnostic::Severity;
 use crate::fix::Fix;
 use crate::lint::Checker;
@@ -15,7 +15,7 @@ pub const RULE: Rule = Rule {
     severity: Severity::Warning,
     fix: FixAvailability::Sometimes,
     query: include_str!("../../../queries/python/empty_cache_in_step_loop.scm"),
-    triggers: &["empty_cache"],
+    prefilter: Prefilter { all_of: &[&["empty_cache"]], scan: None },
     check,
     doc: DOC,
     knowledge: Some("cuda/oom-fragmentation"),

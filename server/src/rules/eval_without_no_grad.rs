@@ -2,10 +2,11 @@
 
 use tree_sitter::Node;
 
-use super::{Candidate, FixAvailability, Rule, edits};
+use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
 use crate::diagnostic::Severity;
 use crate::fix::{Edit, Fix};
 use crate::lint::Checker;
+use crate::prefilter;
 use crate::semantic::{LoopKind, Model, ast, is_eval_function_name};
 use crate::text::{TextRange, indentation_at, line_ending};
 
@@ -15,22 +16,13 @@ pub const RULE: Rule = Rule {
     severity: Severity::Warning,
     fix: FixAvailability::Sometimes,
     query: include_str!("../../../queries/python/eval_without_no_grad.scm"),
-    triggers: &[
-        "eval",
-        "Eval",
-        "EVAL",
-        "valid",
-        "Valid",
-        "test",
-        "Test",
-        "predict",
-        "Predict",
-        "infer",
-        "Infer",
-        "generate",
-        "sample",
-        "benchmark",
-    ],
+    prefilter: Prefilter {
+        all_of: &[&[
+            "eval", "Eval", "EVAL", "valid", "Valid", "VALID", "test", "Test", "TEST", "predict", "Predict", "PREDICT",
+            "infer", "Infer", "INFER",
+        ]],
+        scan: Some(could_have_an_eval_loop),
+    },
     check,
     doc: DOC,
     knowledge: Some("cuda/oom-genuine"),
@@ -113,6 +105,13 @@ const NOT_RUNNING_PREFIXES: &[&str] = &[
 
 /// Lightning hooks that Lightning already runs under `torch.no_grad()`.
 const NO_GRAD_HOOKS: &[&str] = &["validation_step", "test_step", "predict_step"];
+
+/// An eval loop sits in a function named like one, or after a `<model>.eval()` call.
+fn could_have_an_eval_loop(text: &str) -> bool {
+    let calls_eval_method = memchr::memmem::find_iter(text.as_bytes(), b"eval")
+        .any(|at| text[..at].trim_end_matches([' ', '\t']).ends_with('.'));
+    calls_eval_method || prefilter::defined_function_names(text).any(is_eval_function_name)
+}
 
 fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
     let model = checker.model;

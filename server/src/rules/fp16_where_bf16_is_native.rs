@@ -2,7 +2,7 @@
 
 use tree_sitter::Node;
 
-use super::{Candidate, FixAvailability, Rule, edits};
+use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
 use crate::diagnostic::Severity;
 use crate::fix::{Edit, Fix};
 use crate::lint::Checker;
@@ -15,7 +15,7 @@ pub const RULE: Rule = Rule {
     severity: Severity::Info,
     fix: FixAvailability::Sometimes,
     query: include_str!("../../../queries/python/fp16_where_bf16_is_native.scm"),
-    triggers: &["autocast", "fp16", "precision"],
+    prefilter: Prefilter { all_of: &[&["autocast", "fp16", "precision"]], scan: None },
     check,
     doc: DOC,
     knowledge: None,

@@ -2,7 +2,7 @@
 
 use tree_sitter::Node;
 
-use super::{Candidate, FixAvailability, Rule};
+use super::{Candidate, FixAvailability, Prefilter, Rule};
 use crate::diagnostic::Severity;
 use crate::fix::{Edit, Fix};
 use crate::lint::Checker;
@@ -15,7 +15,7 @@ pub const RULE: Rule = Rule {
     severity: Severity::Warning,
     fix: FixAvailability::Sometimes,
     query: include_str!("../../../queries/python/graph_kept_across_iterations.scm"),
-    triggers: &["backward", "training_step"],
+    prefilter: Prefilter { all_of: &[&["backward", "training_step"]], scan: None },
     check,
     doc: DOC,
     knowledge: Some("cuda/oom-genuine"),

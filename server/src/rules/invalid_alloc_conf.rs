@@ -3,7 +3,7 @@
 use tree_sitter::Node;
 
 use super::alloc_conf_after_cuda_init::ALLOC_CONF_VARIABLES;
-use super::{Candidate, FixAvailability, Rule};
+use super::{Candidate, FixAvailability, Prefilter, Rule};
 use crate::cuda_env::alloc_conf;
 use crate::diagnostic::Severity;
 use crate::lint::Checker;
@@ -16,7 +16,7 @@ pub const RULE: Rule = Rule {
     severity: Severity::Error,
     fix: FixAvailability::None,
     query: include_str!("../../../queries/python/invalid_alloc_conf.scm"),
-    triggers: &["ALLOC_CONF"],
+    prefilter: Prefilter { all_of: &[&["ALLOC_CONF"], &["environ", "putenv"]], scan: None },
     check,
     doc: DOC,
     knowledge: Some("cuda/oom-fragmentation"),

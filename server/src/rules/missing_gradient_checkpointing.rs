@@ -5,7 +5,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 use tree_sitter::Node;
 
-use super::{Candidate, FixAvailability, Rule, edits};
+use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
 use crate::diagnostic::Severity;
 use crate::fix::{Edit, Fix};
 use crate::lint::Checker;
@@ -18,7 +18,13 @@ pub const RULE: Rule = Rule {
     severity: Severity::Warning,
     fix: FixAvailability::Sometimes,
     query: include_str!("../../../queries/python/missing_gradient_checkpointing.scm"),
-    triggers: &["from_pretrained", "from_config", "create_model", "forward"],
+    prefilter: Prefilter {
+        all_of: &[
+            &["from_pretrained", "from_config", "create_model", "forward"],
+            &["backward", "Trainer", "training_step"],
+        ],
+        scan: None,
+    },
     check,
     doc: DOC,
     knowledge: Some("cuda/oom-genuine"),

@@ -2,7 +2,7 @@
 
 use tree_sitter::Node;
 
-use super::{Candidate, FixAvailability, Rule, edits};
+use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
 use crate::diagnostic::Severity;
 use crate::fix::{Applicability, Fix};
 use crate::lint::Checker;
@@ -15,7 +15,10 @@ pub const RULE: Rule = Rule {
     severity: Severity::Error,
     fix: FixAvailability::Sometimes,
     query: include_str!("../../../queries/python/missing_set_device.scm"),
-    triggers: &["init_process_group", "DistributedDataParallel", "init_distributed"],
+    prefilter: Prefilter {
+        all_of: &[&["init_process_group", "DistributedDataParallel", "init_distributed"], &["cuda", "CUDA", "Cuda"]],
+        scan: None,
+    },
     check,
     doc: DOC,
     knowledge: Some("cuda/oom-other-processes"),

@@ -2,7 +2,7 @@
 
 use tree_sitter::Node;
 
-use super::{Candidate, FixAvailability, Rule, edits};
+use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
 use crate::diagnostic::Severity;
 use crate::fix::Fix;
 use crate::lint::Checker;
@@ -16,7 +16,7 @@ pub const RULE: Rule = Rule {
     severity: Severity::Warning,
     fix: FixAvailability::Sometimes,
     query: include_str!("../../../queries/python/missing_zero_grad.scm"),
-    triggers: &[".step("],
+    prefilter: Prefilter { all_of: &[&[".step("], &["backward", "training_step"]], scan: None },
     check,
     doc: DOC,
     knowledge: None,

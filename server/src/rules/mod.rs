@@ -29,6 +29,7 @@ use tree_sitter::Node;
 
 use crate::diagnostic::Severity;
 use crate::lint::Checker;
+pub use crate::prefilter::Prefilter;
 
 /// Whether a rule can offer a fix, as shown by `culint rule --all` and the README table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,9 +73,9 @@ pub struct Rule {
     pub fix: FixAvailability,
     /// Source of `queries/python/<name>.scm`.
     pub query: &'static str,
-    /// Byte strings of which at least one must occur in a file for the rule to possibly fire.
-    /// The CLI skips parsing files that contain no rule's trigger.
-    pub triggers: &'static [&'static str],
+    /// What a file must contain for the rule to possibly fire; files that no rule admits are
+    /// never parsed.
+    pub prefilter: Prefilter,
     pub check: for<'m, 'a> fn(&mut Checker<'m, 'a>, &Candidate<'a>),
     /// Markdown with the headings of STYLE.md: the single source of `culint rule`, hover and
     /// `docs/rules/`.

@@ -6,7 +6,7 @@ use regex::Regex;
 use serde::Deserialize;
 use tree_sitter::Node;
 
-use super::{Candidate, FixAvailability, Rule};
+use super::{Candidate, FixAvailability, Prefilter, Rule};
 use crate::diagnostic::Severity;
 use crate::lint::Checker;
 use crate::probe::format::bytes;
@@ -18,7 +18,7 @@ pub const RULE: Rule = Rule {
     severity: Severity::Warning,
     fix: FixAvailability::None,
     query: include_str!("../../../queries/python/model_exceeds_gpu_memory.scm"),
-    triggers: &["from_pretrained"],
+    prefilter: Prefilter { all_of: &[&["from_pretrained"]], scan: None },
     check,
     doc: DOC,
     knowledge: Some("cuda/oom-genuine"),

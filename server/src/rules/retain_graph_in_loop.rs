@@ -2,7 +2,7 @@
 
 use tree_sitter::Node;
 
-use super::{Candidate, FixAvailability, Rule};
+use super::{Candidate, FixAvailability, Prefilter, Rule};
 use crate::diagnostic::Severity;
 use crate::lint::Checker;
 use crate::semantic::training::mentions;
@@ -14,7 +14,7 @@ pub const RULE: Rule = Rule {
     severity: Severity::Info,
     fix: FixAvailability::None,
     query: include_str!("../../../queries/python/retain_graph_in_loop.scm"),
-    triggers: &["retain_graph"],
+    prefilter: Prefilter { all_of: &[&["retain_graph"]], scan: None },
     check,
     doc: DOC,
     knowledge: Some("cuda/oom-genuine"),

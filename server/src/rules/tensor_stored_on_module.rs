@@ -2,10 +2,11 @@
 
 use tree_sitter::Node;
 
-use super::{Candidate, FixAvailability, Rule};
+use super::{Candidate, FixAvailability, Prefilter, Rule};
 use crate::diagnostic::Severity;
 use crate::fix::{Edit, Fix};
 use crate::lint::Checker;
+use crate::prefilter::{self, Enclosing};
 use crate::semantic::{CallTarget, Model, ast};
 
 pub const RULE: Rule = Rule {
@@ -14,7 +15,7 @@ pub const RULE: Rule = Rule {
     severity: Severity::Warning,
     fix: FixAvailability::Sometimes,
     query: include_str!("../../../queries/python/tensor_stored_on_module.scm"),
-    triggers: &["forward"],
+    prefilter: Prefilter { all_of: &[&["forward"], &["self"]], scan: Some(could_store_in_forward) },
     check,
     doc: DOC,
     knowledge: Some("cuda/oom-genuine"),
@@ -144,6 +145,31 @@ enum Origin {
     Input,
     /// The result of a layer, an operator or a tensor function applied to the inputs.
     Computed,
+}
+
+/// Some line of a `forward` body (or a line the scan cannot place) assigns to `self.<attr>`.
+fn could_store_in_forward(text: &str) -> bool {
+    memchr::memmem::find_iter(text.as_bytes(), b"self.").any(|at| {
+        let before = text[..at].chars().next_back();
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.') || !assigns_attribute(&text[at + 5..]) {
+            return false;
+        }
+        let line_start = prefilter::line_start(text, at);
+        match prefilter::enclosing_function(text, line_start) {
+            Enclosing::Function(name) => name == "forward",
+            Enclosing::NoFunction => false,
+            Enclosing::Unknown => true,
+        }
+    })
+}
+
+/// `<attr> = ...` or `<attr>: T = ...` follows, not a comparison or a call.
+fn assigns_attribute(rest: &str) -> bool {
+    let name_end = rest.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(rest.len());
+    let after = rest[name_end..].trim_start_matches([' ', '\t']);
+    let line = after.split('\n').next().unwrap_or(after);
+    (name_end > 0)
+        && ((after.starts_with('=') && !after.starts_with("==")) || (after.starts_with(':') && line.contains('=')))
 }
 
 fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {

@@ -2,7 +2,7 @@
 
 use tree_sitter::Node;
 
-use super::{Candidate, FixAvailability, Rule};
+use super::{Candidate, FixAvailability, Prefilter, Rule};
 use crate::diagnostic::Severity;
 use crate::fix::{Applicability, Edit, Fix};
 use crate::lint::Checker;
@@ -14,7 +14,7 @@ pub const RULE: Rule = Rule {
     severity: Severity::Warning,
     fix: FixAvailability::Always,
     query: include_str!("../../../queries/python/torch_load_to_saved_device.scm"),
-    triggers: &["load"],
+    prefilter: Prefilter { all_of: &[&["load"], &["cuda", "CUDA", "Cuda"], &["torch"]], scan: None },
     check,
     doc: DOC,
     knowledge: Some("cuda/oom-other-processes"),

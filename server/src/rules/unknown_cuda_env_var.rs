@@ -2,7 +2,7 @@
 
 use tree_sitter::Node;
 
-use super::{Candidate, FixAvailability, Rule};
+use super::{Candidate, FixAvailability, Prefilter, Rule};
 use crate::cuda_env::cublas_workspace;
 use crate::cuda_env::env_vars::{self, Format, Lookup};
 use crate::diagnostic::Severity;
@@ -16,7 +16,7 @@ pub const RULE: Rule = Rule {
     severity: Severity::Warning,
     fix: FixAvailability::None,
     query: include_str!("../../../queries/python/unknown_cuda_env_var.scm"),
-    triggers: &["CUBLAS", "CUDA_", "ALLOC"],
+    prefilter: Prefilter { all_of: &[&["CUBLAS", "CUDA_", "ALLOC"], &["environ", "putenv"]], scan: None },
     check,
     doc: DOC,
     knowledge: Some("cublas/alloc-failed"),

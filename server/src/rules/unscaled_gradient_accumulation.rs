@@ -4,7 +4,7 @@ use std::collections::HashSet;
 
 use tree_sitter::Node;
 
-use super::{Candidate, FixAvailability, Rule, edits};
+use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
 use crate::diagnostic::Severity;
 use crate::fix::Fix;
 use crate::lint::Checker;
@@ -17,7 +17,7 @@ pub const RULE: Rule = Rule {
     severity: Severity::Warning,
     fix: FixAvailability::Sometimes,
     query: include_str!("../../../queries/python/unscaled_gradient_accumulation.scm"),
-    triggers: &["%"],
+    prefilter: Prefilter { all_of: &[&["%"], &["backward"]], scan: None },
     check,
     doc: DOC,
     knowledge: None,

@@ -2,7 +2,7 @@
 
 use tree_sitter::Node;
 
-use super::{Candidate, FixAvailability, Rule};
+use super::{Candidate, FixAvailability, Prefilter, Rule};
 use crate::diagnostic::Severity;
 use crate::fix::{Edit, Fix};
 use crate::lint::Checker;
@@ -15,7 +15,7 @@ pub const RULE: Rule = Rule {
     severity: Severity::Info,
     fix: FixAvailability::Always,
     query: include_str!("../../../queries/python/zero_grad_keeps_buffers.scm"),
-    triggers: &["zero_grad"],
+    prefilter: Prefilter { all_of: &[&["zero_grad"], &["False"]], scan: None },
     check,
     doc: DOC,
     knowledge: Some("cuda/oom-genuine"),

@@ -102,6 +102,21 @@ pub fn is_loop(node: Node<'_>) -> bool {
     matches!(node.kind(), "for_statement" | "while_statement")
 }
 
+/// The innermost loop around a node, not crossing a function, class or lambda boundary.
+pub fn innermost_loop(node: Node<'_>) -> Option<Node<'_>> {
+    let mut current = node.parent();
+    while let Some(n) = current {
+        if is_function_boundary(n) {
+            return None;
+        }
+        if is_loop(n) {
+            return Some(n);
+        }
+        current = n.parent();
+    }
+    None
+}
+
 /// The innermost function definition around a node.
 pub fn enclosing_function(node: Node<'_>) -> Option<Node<'_>> {
     let mut current = node.parent();

@@ -126,7 +126,7 @@ fn classify<'a>(model: &Model<'a>) -> Vec<LoopInfo<'a>> {
     // Each `.backward()` call marks its innermost enclosing loop (within the same function).
     let mut candidates: Vec<(Node<'a>, Vec<Node<'a>>)> = Vec::new();
     for call in model.calls_named("backward") {
-        let Some(loop_node) = innermost_loop(*call) else { continue };
+        let Some(loop_node) = model.loop_around_call(*call) else { continue };
         match candidates.iter_mut().find(|(n, _)| n.id() == loop_node.id()) {
             Some((_, calls)) => calls.push(*call),
             None => candidates.push((loop_node, vec![*call])),
@@ -134,12 +134,12 @@ fn classify<'a>(model: &Model<'a>) -> Vec<LoopInfo<'a>> {
     }
     // A loop that calls a helper doing one training step (`loss = train_step(batch)`) is a step
     // loop too, with its backward inside the helper.
-    for loop_node in all_loops(model) {
+    for loop_node in model.loop_nodes().iter().copied() {
         if candidates.iter().any(|(n, _)| n.id() == loop_node.id()) {
             continue;
         }
         let calls_step_helper = model.own_calls_within(loop_node).any(|call| {
-            innermost_loop(call).is_some_and(|l| l.id() == loop_node.id())
+            model.loop_around_call(call).is_some_and(|l| l.id() == loop_node.id())
                 && match model.resolve_call(call) {
                     super::CallTarget::Local(f) => backward_outside_loops(model, f),
                     super::CallTarget::Project(summary) => summary.runs_one_step,
@@ -169,9 +169,10 @@ fn classify<'a>(model: &Model<'a>) -> Vec<LoopInfo<'a>> {
         })
         .collect();
 
-    let loops = all_loops(model);
-    loops
-        .into_iter()
+    model
+        .loop_nodes()
+        .iter()
+        .copied()
         .map(|node| {
             if let Some((_, calls)) = step.iter().find(|(n, _)| n.id() == node.id()) {
                 return LoopInfo { node, kind: LoopKind::Step, backward_calls: calls.clone() };
@@ -195,39 +196,11 @@ fn classify<'a>(model: &Model<'a>) -> Vec<LoopInfo<'a>> {
         .collect()
 }
 
-fn all_loops<'a>(model: &Model<'a>) -> Vec<Node<'a>> {
-    let mut loops = Vec::new();
-    let mut cursor = model.tree.walk();
-    let mut stack = vec![model.tree.root_node()];
-    while let Some(node) = stack.pop() {
-        if ast::is_loop(node) {
-            loops.push(node);
-        }
-        stack.extend(node.named_children(&mut cursor).collect::<Vec<_>>());
-    }
-    loops.sort_by_key(|l| l.start_byte());
-    loops
-}
-
 /// The function calls `.backward()` in its own body, outside any loop.
 pub(super) fn backward_outside_loops<'a>(model: &Model<'a>, function: Node<'a>) -> bool {
     model.calls_named("backward").iter().any(|call| {
-        ast::contains(function, *call) && !crosses_boundary(*call, function) && innermost_loop(*call).is_none()
+        ast::contains(function, *call) && !crosses_boundary(*call, function) && model.loop_around_call(*call).is_none()
     })
-}
-
-fn innermost_loop(node: Node<'_>) -> Option<Node<'_>> {
-    let mut current = node.parent();
-    while let Some(n) = current {
-        if ast::is_function_boundary(n) {
-            return None;
-        }
-        if ast::is_loop(n) {
-            return Some(n);
-        }
-        current = n.parent();
-    }
-    None
 }
 
 fn is_eval_loop<'a>(model: &Model<'a>, node: Node<'a>) -> bool {

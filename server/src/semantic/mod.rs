@@ -39,6 +39,13 @@ pub struct Model<'a> {
     pub imports: Imports,
     /// Every call, in source order.
     pub calls: Vec<Node<'a>>,
+    /// For each call (same index): the innermost function, class or lambda around it, and the
+    /// innermost loop around it within that scope. Rules ask these of many calls, and walking up
+    /// `parent()` links costs a descent from the root each time.
+    call_scopes: Vec<Option<Node<'a>>>,
+    call_loops: Vec<Option<Node<'a>>>,
+    /// Every `for` and `while` loop, in source order.
+    loop_nodes: Vec<Node<'a>>,
     calls_by_name: HashMap<&'a str, Vec<Node<'a>>>,
     pub functions: Vec<Node<'a>>,
     functions_by_name: HashMap<&'a str, Vec<Node<'a>>>,
@@ -77,6 +84,9 @@ impl<'a> Model<'a> {
             context,
             imports: Imports::default(),
             calls: Vec::new(),
+            call_scopes: Vec::new(),
+            call_loops: Vec::new(),
+            loop_nodes: Vec::new(),
             calls_by_name: HashMap::new(),
             functions: Vec::new(),
             functions_by_name: HashMap::new(),
@@ -95,10 +105,20 @@ impl<'a> Model<'a> {
     fn walk(&mut self) {
         let source = self.text;
         let mut cursor = self.tree.walk();
+        // The loops and scope boundaries around the current node, with their depths.
+        let mut enclosing: Vec<(usize, Node<'a>)> = Vec::new();
+        let mut depth = 0;
         'outer: loop {
             let node = cursor.node();
+            while enclosing.last().is_some_and(|(d, _)| *d >= depth) {
+                enclosing.pop();
+            }
             match node.kind() {
                 "call" => {
+                    let scope_at = enclosing.iter().rposition(|(_, n)| ast::is_function_boundary(*n));
+                    self.call_scopes.push(scope_at.map(|i| enclosing[i].1));
+                    let in_scope = &enclosing[scope_at.map_or(0, |i| i + 1)..];
+                    self.call_loops.push(in_scope.last().map(|(_, n)| *n));
                     self.calls.push(node);
                     if let Some(name) = ast::callee_name(node, source) {
                         self.calls_by_name.entry(name).or_default().push(node);
@@ -124,7 +144,14 @@ impl<'a> Model<'a> {
                 }
                 _ => {}
             }
+            if ast::is_loop(node) {
+                self.loop_nodes.push(node);
+            }
+            if ast::is_loop(node) || ast::is_function_boundary(node) {
+                enclosing.push((depth, node));
+            }
             if cursor.goto_first_child() {
+                depth += 1;
                 continue;
             }
             loop {
@@ -134,8 +161,29 @@ impl<'a> Model<'a> {
                 if !cursor.goto_parent() {
                     break 'outer;
                 }
+                depth -= 1;
             }
         }
+    }
+
+    fn call_index(&self, call: Node<'_>) -> Option<usize> {
+        let first = self.calls.partition_point(|c| c.start_byte() < call.start_byte());
+        (first..self.calls.len())
+            .take_while(|i| self.calls[*i].start_byte() == call.start_byte())
+            .find(|i| self.calls[*i].id() == call.id())
+    }
+
+    /// The innermost loop around a call, not crossing a function, class or lambda boundary.
+    pub fn loop_around_call(&self, call: Node<'a>) -> Option<Node<'a>> {
+        match self.call_index(call) {
+            Some(i) => self.call_loops[i],
+            None => ast::innermost_loop(call),
+        }
+    }
+
+    /// Every `for` and `while` loop, in source order.
+    pub fn loop_nodes(&self) -> &[Node<'a>] {
+        &self.loop_nodes
     }
 
     pub fn node_text(&self, node: Node<'_>) -> &'a str {
@@ -280,21 +328,33 @@ impl<'a> Model<'a> {
         matches!(self.resolve_call(call), CallTarget::Unseen)
     }
 
-    /// Calls inside `node` (the node itself included), in source order.
-    pub fn calls_within(&self, node: Node<'_>) -> impl Iterator<Item = Node<'a>> + '_ {
+    /// Indices into `calls` of the calls inside `node` (the node itself included).
+    fn call_indices_within(&self, node: Node<'_>) -> impl Iterator<Item = usize> + '_ {
         let (start, end) = (node.start_byte(), node.end_byte());
         let first = self.calls.partition_point(|c| c.start_byte() < start);
-        self.calls[first..]
-            .iter()
-            .copied()
-            .take_while(move |c| c.start_byte() < end)
-            .filter(move |c| c.end_byte() <= end)
+        (first..self.calls.len())
+            .take_while(move |i| self.calls[*i].start_byte() < end)
+            .filter(move |i| self.calls[*i].end_byte() <= end)
+    }
+
+    /// Calls inside `node` (the node itself included), in source order.
+    pub fn calls_within(&self, node: Node<'_>) -> impl Iterator<Item = Node<'a>> + '_ {
+        self.call_indices_within(node).map(|i| self.calls[i])
     }
 
     /// Calls inside `node` but not inside a nested function, class or lambda.
     pub fn own_calls_within(&self, node: Node<'a>) -> impl Iterator<Item = Node<'a>> + '_ {
-        self.calls_within(node).filter(move |call| !crosses_boundary(*call, node))
+        self.call_indices_within(node)
+            .filter(move |i| !scope_lies_within(self.call_scopes[*i], node))
+            .map(|i| self.calls[i])
     }
+}
+
+/// Whether `scope`, the innermost boundary around a node inside `top`, lies between that node and
+/// `top`: it does when it is a descendant of `top`. A scope with `top`'s range is one (a function,
+/// class or lambda never shares its range with a child).
+fn scope_lies_within(scope: Option<Node<'_>>, top: Node<'_>) -> bool {
+    scope.is_some_and(|s| s.id() != top.id() && ast::contains(top, s))
 }
 
 /// Whether a function, class or lambda boundary lies between `node` and its ancestor `top`.

@@ -1,0 +1,218 @@
+//! Deciding from the raw bytes, before parsing, which rules could fire on a text.
+//!
+//! Most Python files that mention torch are library code that no rule can flag. Parsing them is
+//! what would make `culint check` slow, so each rule names the tokens its findings cannot do
+//! without, and the rare rules whose tokens are everywhere (`forward`, `eval`) add a line scan.
+//! A prefilter may let through a file the rule then finds clean; it must never turn away a file
+//! the rule would flag. `CULINT_NO_PREFILTER=1` switches it off, and the benchmark checks that
+//! the findings are the same either way.
+
+use std::sync::LazyLock;
+
+use aho_corasick::AhoCorasick;
+
+use crate::rules::{RULES, Rule};
+
+/// What a text must contain for a rule to possibly fire.
+pub struct Prefilter {
+    /// Every group needs at least one of its tokens somewhere in the text.
+    pub all_of: &'static [&'static [&'static str]],
+    /// A scan of the text for a shape the tokens cannot express, run once they are all present.
+    pub scan: Option<fn(&str) -> bool>,
+}
+
+/// `CULINT_NO_PREFILTER=1` lets every file through to every rule.
+static DISABLED: LazyLock<bool> =
+    LazyLock::new(|| std::env::var_os("CULINT_NO_PREFILTER").is_some_and(|v| !v.is_empty() && v != "0"));
+
+/// Every token of every rule, found in one pass over the text.
+struct TokenIndex {
+    tokens: Vec<&'static str>,
+    automaton: AhoCorasick,
+}
+
+static TOKENS: LazyLock<TokenIndex> = LazyLock::new(|| {
+    let mut tokens: Vec<&'static str> =
+        RULES.iter().flat_map(|r| r.prefilter.all_of.iter().copied().flatten()).copied().collect();
+    tokens.sort_unstable();
+    tokens.dedup();
+    let automaton = AhoCorasick::new(&tokens).expect("prefilter tokens build an automaton");
+    TokenIndex { tokens, automaton }
+});
+
+/// The tokens present in one text.
+pub struct PresentTokens {
+    found: Vec<bool>,
+}
+
+impl PresentTokens {
+    pub fn scan(text: &str) -> Self {
+        let index = &*TOKENS;
+        let mut found = vec![false; index.tokens.len()];
+        let mut missing = found.len();
+        for m in index.automaton.find_overlapping_iter(text) {
+            let slot = &mut found[m.pattern().as_usize()];
+            if !*slot {
+                *slot = true;
+                missing -= 1;
+                if missing == 0 {
+                    break;
+                }
+            }
+        }
+        Self { found }
+    }
+
+    fn contains(&self, token: &str) -> bool {
+        let index = &*TOKENS;
+        index.tokens.binary_search(&token).is_ok_and(|i| self.found[i])
+    }
+
+    /// Whether `rule` could fire on the text these tokens were found in.
+    pub fn admits(&self, rule: &Rule, text: &str) -> bool {
+        *DISABLED
+            || (rule.prefilter.all_of.iter().all(|group| group.iter().any(|t| self.contains(t)))
+                && rule.prefilter.scan.is_none_or(|scan| scan(text)))
+    }
+}
+
+/// The names of the functions a text defines (`def name(` and `async def name(`), found by a
+/// line scan; a `def` inside a string may show up too, which only makes the prefilter looser.
+pub fn defined_function_names(text: &str) -> impl Iterator<Item = &str> {
+    memchr::memmem::find_iter(text.as_bytes(), b"def").filter_map(move |at| {
+        let line_start = line_start(text, at);
+        let before = text[line_start..at].trim_start_matches([' ', '\t']);
+        if !(before.is_empty() || before.strip_prefix("async").is_some_and(|rest| rest.starts_with([' ', '\t']))) {
+            return None;
+        }
+        let after = &text[at + 3..];
+        let name = after.trim_start_matches([' ', '\t']);
+        if name.len() == after.len() {
+            return None;
+        }
+        let end = name.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(name.len());
+        (end > 0).then(|| &name[..end])
+    })
+}
+
+/// Where a line sits, as far as a backwards scan of indentation can tell.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Enclosing<'a> {
+    /// Directly in the body of the function with this name.
+    Function(&'a str),
+    /// In a class body or at module level, outside any function.
+    NoFunction,
+    /// The scan met a line it cannot place (a string's continuation, say): assume anything.
+    Unknown,
+}
+
+const COMPOUND_KEYWORDS: &[&str] =
+    &["if", "elif", "else", "for", "while", "with", "try", "except", "finally", "async", "match", "case"];
+
+/// The function whose body holds the statement on the line starting at `line_start`. Walks back
+/// over lines, following the indentation outwards, and gives up ([`Enclosing::Unknown`]) at
+/// anything that is not a plain block header.
+pub fn enclosing_function(text: &str, line_start: usize) -> Enclosing<'_> {
+    let own_line = text[line_start..].trim_start_matches([' ', '\t']);
+    // `def forward(self, x): self.h = x` and `if x: self.h = x` put the statement on the
+    // header's own line.
+    if def_name(own_line).is_some() || ["class"].iter().chain(COMPOUND_KEYWORDS).any(|k| starts_with_word(own_line, k))
+    {
+        return Enclosing::Unknown;
+    }
+    let mut threshold = indentation(&text[line_start..]);
+    // The indentation of a multi-line header whose closing line (`) -> None:`) was just passed.
+    let mut open_header: Option<usize> = None;
+    let mut end = line_start;
+    while end > 0 {
+        let start = self::line_start(text, end - 1);
+        let line = &text[start..end - 1];
+        end = start;
+        let code = line.trim_start_matches([' ', '\t']);
+        if code.is_empty() || code.starts_with('#') {
+            continue;
+        }
+        let indent = line.len() - code.len();
+        match open_header {
+            Some(header) if indent > header => continue,
+            Some(header) if indent < header => return Enclosing::Unknown,
+            Some(_) => open_header = None,
+            None if indent >= threshold => continue,
+            None => {}
+        }
+        if let Some(name) = def_name(code) {
+            return Enclosing::Function(name);
+        }
+        if starts_with_word(code, "class") {
+            return Enclosing::NoFunction;
+        }
+        let header = code.split('#').next().unwrap_or(code).trim_end();
+        if header.ends_with(':') && COMPOUND_KEYWORDS.iter().any(|k| starts_with_word(code, k)) {
+            threshold = indent;
+        } else if header.ends_with(':') && code.starts_with([')', ']']) {
+            open_header = Some(indent);
+        } else {
+            return Enclosing::Unknown;
+        }
+    }
+    Enclosing::NoFunction
+}
+
+/// The name a `def` line defines.
+fn def_name(code: &str) -> Option<&str> {
+    let code = code.strip_prefix("async").filter(|rest| rest.starts_with([' ', '\t'])).unwrap_or(code);
+    let rest = code.trim_start_matches([' ', '\t']).strip_prefix("def")?;
+    let name = rest.trim_start_matches([' ', '\t']);
+    if name.len() == rest.len() {
+        return None;
+    }
+    let end = name.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(name.len());
+    Some(&name[..end])
+}
+
+pub fn starts_with_word(code: &str, word: &str) -> bool {
+    code.strip_prefix(word).is_some_and(|rest| !rest.starts_with(|c: char| c.is_alphanumeric() || c == '_'))
+}
+
+pub fn line_start(text: &str, at: usize) -> usize {
+    memchr::memrchr(b'\n', &text.as_bytes()[..at]).map_or(0, |i| i + 1)
+}
+
+pub fn indentation(line: &str) -> usize {
+    line.len() - line.trim_start_matches([' ', '\t']).len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn enclosing_of(text: &str, needle: &str) -> Enclosing<'static> {
+        let text: &'static str = Box::leak(text.to_owned().into_boxed_str());
+        enclosing_function(text, line_start(text, text.find(needle).expect("needle")))
+    }
+
+    #[test]
+    fn finds_the_function_through_nested_blocks_and_multi_line_signatures() {
+        let text = "class M(nn.Module):\n    def forward(\n        self, x\n    ) -> Tensor:\n        def helper():\n            pass\n        if x:\n            # note\n\n            self.h = x\n";
+        assert_eq!(enclosing_of(text, "self.h"), Enclosing::Function("forward"));
+        assert_eq!(enclosing_of(text, "pass"), Enclosing::Function("helper"));
+    }
+
+    #[test]
+    fn class_bodies_and_module_level_are_outside_functions() {
+        assert_eq!(enclosing_of("class A:\n    x = 1\n", "x = 1"), Enclosing::NoFunction);
+        assert_eq!(enclosing_of("import torch\nfor x in y:\n    z = x\n", "z = x"), Enclosing::NoFunction);
+    }
+
+    #[test]
+    fn a_string_continuation_makes_the_answer_unknown() {
+        let text = "def forward(self, x):\n    y = f(\"\"\"\ntext\n\"\"\")\n    self.y = y\n";
+        assert_eq!(enclosing_of(text, "self.y"), Enclosing::Unknown);
+    }
+
+    #[test]
+    fn defined_names_include_async_and_skip_other_words() {
+        let text = "def evaluate(m):\n    pass\nasync  def infer():\n    undefined = 1\nx = 'def'\n";
+        assert_eq!(defined_function_names(text).collect::<Vec<_>>(), vec!["evaluate", "infer"]);
+    }
+}
