@@ -211,7 +211,17 @@ impl Diagnostic {
 
 /// Lint a parsed text. Diagnostics come back sorted by position, with suppressions applied.
 pub fn lint(text: &str, tree: &Tree, context: LintContext<'_>, settings: &LintSettings) -> Vec<Diagnostic> {
-    let active = rules_that_could_fire(text, settings);
+    lint_rules(text, tree, context, settings, rules_that_could_fire(text, settings))
+}
+
+/// [`lint`] with the rules already chosen by [`rules_that_could_fire`].
+fn lint_rules(
+    text: &str,
+    tree: &Tree,
+    context: LintContext<'_>,
+    settings: &LintSettings,
+    active: Vec<&'static Rule>,
+) -> Vec<Diagnostic> {
     let mut diagnostics = Vec::new();
     if settings.show_syntax_errors {
         diagnostics.extend(syntax_errors(tree));
@@ -277,10 +287,11 @@ fn candidates_by_rule<'a>(text: &'a str, tree: &'a Tree, active: &[&'static Rule
 
 /// Lint raw text: skip cheaply when no rule can fire, parse otherwise.
 pub fn lint_text(text: &str, context: LintContext<'_>, settings: &LintSettings) -> Vec<Diagnostic> {
-    if !may_have_findings(text, settings) {
+    let active = rules_that_could_fire(text, settings);
+    if active.is_empty() && !settings.show_syntax_errors {
         return Vec::new();
     }
-    lint(text, &parse(text, None), context, settings)
+    lint_rules(text, &parse(text, None), context, settings, active)
 }
 
 fn inside_error(node: Node<'_>) -> bool {

@@ -134,12 +134,15 @@ pub fn check_source(
     let mut report = FileReport::empty(display);
     report.fix_threshold = threshold;
     let text = &source.text;
-    if !may_have_findings(text, &settings.lint) {
-        return report;
-    }
     if mode == FixMode::Report {
         report.diagnostics = lint_text(text, context, &settings.lint);
-        report.text = source.text.clone();
+        // The text is kept only to show the findings in it.
+        if !report.diagnostics.is_empty() {
+            report.text = source.text.clone();
+        }
+        return report;
+    }
+    if !may_have_findings(text, &settings.lint) {
         return report;
     }
     let outcome = fix_text(text, context, &settings.lint, threshold);

@@ -87,7 +87,15 @@ impl ClientSettings {
                 Err(error) => problems.push(SettingsProblem(format!("culint setting `{key}` was ignored: {error}"))),
             }
         }
-        let settings = Self::deserialize(Value::Object(usable)).unwrap_or_default();
+        let mut settings = Self::deserialize(Value::Object(usable)).unwrap_or_default();
+        // Editors send every setting with its default: VS Code's are `"select": []` and
+        // `"configuration": ""`, which mean "not set", not "no rules" and "the file named ''".
+        if settings.select.as_ref().is_some_and(Vec::is_empty) {
+            settings.select = None;
+        }
+        if settings.configuration.as_ref().is_some_and(|p| p.as_os_str().to_string_lossy().trim().is_empty()) {
+            settings.configuration = None;
+        }
         for (key, selectors) in
             [("select", settings.select.as_deref().unwrap_or_default()), ("ignore", &settings.ignore)]
         {
@@ -156,6 +164,15 @@ mod tests {
     }
 
     #[test]
+    fn editor_defaults_mean_unset() {
+        let vscode_defaults = json!({"culint": {"select": [], "ignore": [], "configuration": "", "severity": {}}});
+        let (settings, problems) = ClientSettings::from_value(&vscode_defaults);
+        assert_eq!(settings, ClientSettings::default());
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(settings.apply_to(LintSettings::default()).rules, RuleSet::all());
+    }
+
+    #[test]
     fn a_malformed_setting_is_dropped_alone_with_a_reason() {
         let (settings, problems) = ClientSettings::from_value(&json!({"select": "CUL2", "unsafeFixes": true}));
         assert_eq!(settings, ClientSettings { unsafe_fixes: Some(true), ..ClientSettings::default() });
@@ -191,7 +208,7 @@ mod tests {
 
     #[test]
     fn syntax_errors_setting_reaches_lint_settings() {
-        let (settings, _) = ClientSettings::from_value(&json!({"showSyntaxErrors": true, "select": []}));
+        let (settings, _) = ClientSettings::from_value(&json!({"showSyntaxErrors": true, "ignore": ["ALL"]}));
         let lint = settings.apply_to(LintSettings::default());
         assert!(lint.show_syntax_errors);
         assert_eq!(lint.rules, RuleSet::none());
