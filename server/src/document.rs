@@ -5,6 +5,8 @@
 //! `Tree::edit`, and the reparse reuses the old tree, so a keystroke costs about a millisecond
 //! even in a ten-thousand-line script.
 
+use std::sync::Arc;
+
 use ropey::Rope;
 use tree_sitter::{InputEdit, Point, Tree};
 
@@ -13,15 +15,23 @@ use crate::text::TextRange;
 
 pub struct Document {
     rope: Rope,
-    tree: Tree,
+    /// The text as one string: the rules read contiguous text. Shared, not copied, with lint
+    /// snapshots and the project index.
+    text: Arc<str>,
+    /// `None` after [`Document::drop_tree`]: a syntax tree takes many times the memory of its
+    /// text, so buffers that sit idle give theirs up and reparse when next needed.
+    tree: Option<Tree>,
     version: i32,
-    /// The text as one string, rebuilt lazily after edits: the rules read contiguous text.
-    text_cache: Option<String>,
 }
 
 impl Document {
     pub fn new(text: &str, version: i32) -> Self {
-        Self { rope: Rope::from_str(text), tree: parse(text, None), version, text_cache: Some(text.to_owned()) }
+        Self { rope: Rope::from_str(text), text: Arc::from(text), tree: Some(parse(text, None)), version }
+    }
+
+    /// A document whose tree is parsed on first use.
+    pub fn unparsed(text: &str, version: i32) -> Self {
+        Self { rope: Rope::from_str(text), text: Arc::from(text), tree: None, version }
     }
 
     pub fn version(&self) -> i32 {
@@ -32,20 +42,27 @@ impl Document {
         &self.rope
     }
 
-    pub fn tree(&self) -> &Tree {
-        &self.tree
+    /// The syntax tree, reparsed first if it was dropped.
+    pub fn tree(&mut self) -> &Tree {
+        self.tree.get_or_insert_with(|| parse(&self.text, None))
     }
 
-    pub fn text(&mut self) -> &str {
-        self.text_cache.get_or_insert_with(|| self.rope.to_string())
+    /// The syntax tree if the document holds one.
+    pub fn cached_tree(&self) -> Option<&Tree> {
+        self.tree.as_ref()
     }
 
-    /// The text without touching the cache, for callers that only hold `&self`.
-    pub fn to_text(&self) -> String {
-        match &self.text_cache {
-            Some(text) => text.clone(),
-            None => self.rope.to_string(),
-        }
+    /// Give up the syntax tree until it is needed again.
+    pub fn drop_tree(&mut self) {
+        self.tree = None;
+    }
+
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    pub fn shared_text(&self) -> Arc<str> {
+        Arc::clone(&self.text)
     }
 
     /// Replace the bytes in `range` with `new_text`, then update the tree incrementally.
@@ -58,7 +75,6 @@ impl Document {
 
         self.rope.remove(start_char..end_char);
         self.rope.insert(start_char, new_text);
-        self.text_cache = None;
 
         let new_end_byte = range.start + new_text.len();
         let edit = InputEdit {
@@ -69,10 +85,12 @@ impl Document {
             old_end_position,
             new_end_position: self.point(new_end_byte),
         };
-        self.tree.edit(&edit);
+        if let Some(tree) = &mut self.tree {
+            tree.edit(&edit);
+        }
         let text = self.rope.to_string();
-        self.tree = parse(&text, Some(&self.tree));
-        self.text_cache = Some(text);
+        self.tree = Some(parse(&text, self.tree.as_ref()));
+        self.text = Arc::from(text);
     }
 
     pub fn set_version(&mut self, version: i32) {
@@ -105,5 +123,19 @@ mod tests {
         assert_eq!(text, "# 注释 😀\nimport torch\nx = torch.zeros(3)\n");
         let fresh = parse(&text, None);
         assert_eq!(doc.tree().root_node().to_sexp(), fresh.root_node().to_sexp());
+    }
+
+    #[test]
+    fn a_dropped_tree_comes_back_on_demand_and_after_an_edit() {
+        let mut doc = Document::new("import torch\nx = 1\n", 1);
+        doc.drop_tree();
+        assert!(doc.cached_tree().is_none());
+        assert_eq!(doc.tree().root_node().to_sexp(), parse("import torch\nx = 1\n", None).root_node().to_sexp());
+        doc.drop_tree();
+        let at = "import torch\nx = ".len();
+        doc.edit(TextRange::new(at, at + 1), "2");
+        assert_eq!(doc.text(), "import torch\nx = 2\n");
+        let fresh = parse(doc.text(), None).root_node().to_sexp();
+        assert_eq!(doc.cached_tree().map(|t| t.root_node().to_sexp()), Some(fresh));
     }
 }

@@ -165,7 +165,7 @@ pub fn lint_snapshot(snapshot: &Snapshot) -> Vec<Diagnostic> {
         return Vec::new();
     }
     let context = LintContext { path: snapshot.path.as_deref(), project: Some(&snapshot.project) };
-    lint(&snapshot.text, &snapshot.tree, context, &snapshot.settings)
+    lint(&snapshot.text, &snapshot.tree(), context, &snapshot.settings)
 }
 
 pub fn unknown_document(uri: &Uri) -> jsonrpc::Error {

@@ -57,7 +57,8 @@ pub struct Snapshot {
     pub revision: u64,
     pub generation: u64,
     pub text: Arc<str>,
-    pub tree: Tree,
+    /// The document's tree, unless the idle document gave it up; see [`Snapshot::tree`].
+    pub parsed: Option<Tree>,
     pub path: Option<PathBuf>,
     pub settings: Arc<LintSettings>,
     /// Summaries of the project's other modules, shared by the whole session.
@@ -70,6 +71,19 @@ pub struct Snapshot {
     /// Why the project's configuration could not be used for this file, if it could not.
     pub config_problem: Option<String>,
 }
+
+impl Snapshot {
+    /// The syntax tree of the snapshot's text: the document's own, or a fresh parse when the
+    /// document had given its tree up (done on the lint thread, never under the session lock).
+    pub fn tree(&self) -> Tree {
+        self.parsed.clone().unwrap_or_else(|| crate::parse::parse(&self.text, None))
+    }
+}
+
+/// How many of the most recently edited documents keep their syntax tree between lint runs. An
+/// edit to any other document reparses it from scratch, which costs a few milliseconds for a
+/// script; keeping every tree would cost many times the size of all open text.
+const RETAINED_TREES: usize = 8;
 
 /// The settings for one file, resolved from the project's configuration and the editor's.
 struct FileSettings {
@@ -103,6 +117,8 @@ pub struct Session {
     pub workspace_folders: Vec<PathBuf>,
     pub hardware: Option<HardwareFacts>,
     pub documents: HashMap<Uri, OpenDocument>,
+    /// The documents edited last, most recent first (at most [`RETAINED_TREES`]).
+    recently_edited: std::collections::VecDeque<Uri>,
     pub shutdown_requested: bool,
     /// Problems found before the client could be told (settings read during `initialize`).
     pub pending_warnings: Vec<String>,
@@ -199,7 +215,7 @@ impl Session {
 
     pub fn snapshot(&self, uri: &Uri) -> Option<Snapshot> {
         let open = self.documents.get(uri)?;
-        let text: Arc<str> = Arc::from(open.document.to_text());
+        let text = open.document.shared_text();
         let settings = self.file_settings(open.path.as_deref());
         Some(Snapshot {
             uri: uri.clone(),
@@ -207,7 +223,7 @@ impl Session {
             revision: open.revision,
             generation: self.generation,
             text,
-            tree: open.document.tree().clone(),
+            parsed: open.document.cached_tree().cloned(),
             path: open.path.clone(),
             settings: Arc::new(settings.lint),
             project: self.project.clone(),
@@ -225,7 +241,7 @@ impl Session {
 
     /// Let the project's summaries see an open buffer instead of the file on disk (`None`: the
     /// buffer closed).
-    pub fn overlay(&self, uri: &Uri, text: Option<String>) {
+    pub fn overlay(&self, uri: &Uri, text: Option<Arc<str>>) {
         if let Some(path) = path_of(uri) {
             self.project.set_overlay(&path, text);
         }
@@ -237,13 +253,26 @@ impl Session {
             && self.documents.get(&snapshot.uri).is_some_and(|open| open.revision == snapshot.revision)
     }
 
-    /// Store a result if it is still current; returns whether it was.
+    /// Note an edit of `uri`: its tree is worth keeping for the next incremental parse.
+    pub fn note_edit(&mut self, uri: &Uri) {
+        if self.recently_edited.front() != Some(uri) {
+            self.recently_edited.retain(|u| u != uri);
+            self.recently_edited.push_front(uri.clone());
+            self.recently_edited.truncate(RETAINED_TREES);
+        }
+    }
+
+    /// Store a result if it is still current; returns whether it was. A document not edited
+    /// recently gives up its tree once linted.
     pub fn store(&mut self, snapshot: &Snapshot, diagnostics: Arc<Vec<Diagnostic>>) -> bool {
         if !self.is_current(snapshot) {
             return false;
         }
         let open = self.documents.get_mut(&snapshot.uri).expect("is_current checked the document");
         open.linted = Some(LintResult { revision: snapshot.revision, generation: snapshot.generation, diagnostics });
+        if !self.recently_edited.contains(&snapshot.uri) {
+            open.document.drop_tree();
+        }
         true
     }
 }

@@ -93,7 +93,7 @@ struct Shared {
     /// answer was read from.
     answers: Mutex<HashMap<AnswerKey, (ProjectLookup, Vec<PathBuf>)>>,
     /// Unsaved editor buffers, which take the place of the file on disk.
-    overlays: RwLock<HashMap<PathBuf, String>>,
+    overlays: RwLock<HashMap<PathBuf, Arc<str>>>,
 }
 
 /// Summaries made incomplete by an import cycle, with the lowest chain position it reached.
@@ -179,7 +179,7 @@ impl ProjectIndex {
 
     /// Use `text` in place of the file at `path` (an unsaved editor buffer), or go back to the
     /// file on disk with `None`.
-    pub fn set_overlay(&self, path: &Path, text: Option<String>) {
+    pub fn set_overlay(&self, path: &Path, text: Option<Arc<str>>) {
         {
             let mut overlays = self.shared.overlays.write().unwrap_or_else(|poisoned| poisoned.into_inner());
             match text {
@@ -337,7 +337,7 @@ impl ProjectIndex {
     /// too large to be a hand-written module.
     fn read(&self, file: &Path) -> Option<String> {
         if let Some(text) = self.overlay(file) {
-            return Some(text);
+            return Some(text.to_string());
         }
         let metadata = std::fs::metadata(file).ok()?;
         if metadata.len() > MAX_MODULE_BYTES {
@@ -347,7 +347,7 @@ impl ProjectIndex {
         Some(String::from_utf8_lossy(&bytes).into_owned())
     }
 
-    fn overlay(&self, file: &Path) -> Option<String> {
+    fn overlay(&self, file: &Path) -> Option<Arc<str>> {
         let overlays = self.shared.overlays.read().unwrap_or_else(|poisoned| poisoned.into_inner());
         overlays.get(file).cloned()
     }

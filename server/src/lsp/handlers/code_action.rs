@@ -150,7 +150,7 @@ fn push_disable(
         return;
     }
     let Ok(offset) = mapper.offset(diagnostic.range.start) else { return };
-    let Some(edit) = disable_for_line(&snapshot.text, &snapshot.tree, offset, code) else { return };
+    let Some(edit) = disable_for_line(&snapshot.text, &snapshot.tree(), offset, code) else { return };
     done.push(key);
     actions.push(CodeActionOrCommand::CodeAction(CodeAction {
         title: format!("Disable {code} for this line"),

@@ -20,8 +20,9 @@ pub async fn did_change(context: &ServerContext, params: DidChangeTextDocumentPa
                 return Ok(Err(format!("culint: ignored a change to {}, which is not open", uri.as_str())));
             };
             let applied = apply_changes(open, &params.content_changes, version, encoding);
-            let text = open.document.text().to_owned();
+            let text = open.document.shared_text();
             session.overlay(&uri, Some(text));
+            session.note_edit(&uri);
             Ok(applied.map(|()| push))
         })
         .await;

@@ -11,9 +11,11 @@ pub async fn did_open(context: &ServerContext, params: DidOpenTextDocumentParams
     let item = params.text_document;
     let push = {
         let mut session = context.session.lock();
-        let open = OpenDocument::new(Document::new(&item.text, item.version), path_of(&item.uri));
-        session.documents.insert(item.uri.clone(), open);
-        session.overlay(&item.uri, Some(item.text));
+        // Parsed by the first lint, on the lint thread rather than under the session lock.
+        let document = Document::unparsed(&item.text, item.version);
+        let text = document.shared_text();
+        session.documents.insert(item.uri.clone(), OpenDocument::new(document, path_of(&item.uri)));
+        session.overlay(&item.uri, Some(text));
         !session.features.pull_diagnostics
     };
     if push {

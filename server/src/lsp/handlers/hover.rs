@@ -25,7 +25,7 @@ pub async fn hover(context: &ServerContext, params: HoverParams) -> Result<Optio
 
     let input = snapshot.clone();
     if let Some((range, markdown)) =
-        context.blocking("hover", move || suppression_code_hover(&input.text, &input.tree, offset, lang)).await?
+        context.blocking("hover", move || suppression_code_hover(&input.text, &input.tree(), offset, lang)).await?
     {
         return Ok(Some(markdown_hover(markdown, range, &snapshot.text, encoding)));
     }
