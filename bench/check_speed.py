@@ -59,6 +59,8 @@ def findings(binary, corpus, env=None):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--torchfix-sample", type=int, default=TORCHFIX_SAMPLE,
+                        help="torch files to time TorchFix on (0 skips it: it needs minutes per hundred files)")
     args = parser.parse_args()
 
     corpus = Path(run(["bash", str(ROOT / "bench" / "corpus.sh")], capture_output=True, text=True).stdout.strip())
@@ -86,8 +88,8 @@ def main():
         1, [culint, "check", "--exit-zero", "--output-format", "concise", str(corpus)], {"CULINT_NO_PREFILTER": "1"}
     )
     ruff_time = best_of(args.runs, [ruff, "check", "--no-cache", "--exit-zero", "--quiet", str(corpus)])
-    sample = [str(f) for f in torch_files[:TORCHFIX_SAMPLE]]
-    torchfix_time = best_of(1, [torchfix, *sample])
+    sample = [str(f) for f in torch_files[:args.torchfix_sample]]
+    torchfix_time = best_of(1, [torchfix, *sample]) if sample else None
 
     culint_version = subprocess.run([culint, "--version"], capture_output=True, text=True).stdout.strip()
     print(f"### `culint check` over the corpus ({date.today().isoformat()}, {platform.machine()}, {os.cpu_count()} cores)\n")
@@ -99,8 +101,9 @@ def main():
         ("culint check", len(files), culint_time),
         ("culint check, prefilter off", len(files), no_filter_time),
         ("ruff check --no-cache (default rules)", len(files), ruff_time),
-        (f"torchfix (first {len(sample)} torch files)", len(sample), torchfix_time),
     ]
+    if torchfix_time:
+        rows.append((f"torchfix (first {len(sample)} torch files)", len(sample), torchfix_time))
     for name, count, (wall, peak) in rows:
         per_file_ratio = (wall / count) / (culint_time[0] / len(files))
         print(f"| {name} | {count} | {wall:.2f} s | {count / wall:,.0f} | {peak:.0f} MiB | "

@@ -96,9 +96,14 @@ pub fn indent_unit(text: &str, header: Node<'_>) -> String {
 
 /// Whether any string literal in `range` spans lines: re-indenting those lines would change it.
 pub fn has_multiline_string(model: &Model<'_>, range: TextRange) -> bool {
+    // Start from the smallest node around the range, not the root: a search from the root
+    // would visit every top-level statement for each question, which is quadratic in a long
+    // script. The callers' ranges are whole statements, which never lie inside a string, so no
+    // ancestor of that node can be one.
     let root = model.tree.root_node();
-    let mut stack = vec![root];
-    let mut cursor = root.walk();
+    let top = root.descendant_for_byte_range(range.start, range.end).unwrap_or(root);
+    let mut stack = vec![top];
+    let mut cursor = top.walk();
     while let Some(node) = stack.pop() {
         if !TextRange::of(node).intersects(range) {
             continue;

@@ -53,6 +53,15 @@ impl<'a> Model<'a> {
 
     /// The innermost step loop around `node`, not crossing a function boundary.
     pub fn enclosing_step_loop(&self, node: Node<'_>) -> Option<&LoopInfo<'a>> {
+        // Calls, the usual question, know their loops from the model's walk: `parent()` starts
+        // from the root each time, which at module level is a scan of every statement.
+        if node.kind() == "call"
+            && let Some(call) = self.call_node(node)
+        {
+            return self
+                .loops_around_call(call)
+                .find_map(|l| self.loop_info(l).filter(|info| info.kind == LoopKind::Step));
+        }
         let mut current = node.parent();
         while let Some(n) = current {
             if ast::is_function_boundary(n) {

@@ -44,8 +44,10 @@ pub struct Model<'a> {
     /// `parent()` links costs a descent from the root each time.
     call_scopes: Vec<Option<Node<'a>>>,
     call_loops: Vec<Option<Node<'a>>>,
-    /// Every `for` and `while` loop, in source order.
+    /// Every `for` and `while` loop, in source order, and (same index) the innermost loop
+    /// around it within its scope.
     loop_nodes: Vec<Node<'a>>,
+    outer_loops: Vec<Option<Node<'a>>>,
     calls_by_name: HashMap<&'a str, Vec<Node<'a>>>,
     pub functions: Vec<Node<'a>>,
     functions_by_name: HashMap<&'a str, Vec<Node<'a>>>,
@@ -87,6 +89,7 @@ impl<'a> Model<'a> {
             call_scopes: Vec::new(),
             call_loops: Vec::new(),
             loop_nodes: Vec::new(),
+            outer_loops: Vec::new(),
             calls_by_name: HashMap::new(),
             functions: Vec::new(),
             functions_by_name: HashMap::new(),
@@ -145,7 +148,9 @@ impl<'a> Model<'a> {
                 _ => {}
             }
             if ast::is_loop(node) {
+                let outer = enclosing.last().filter(|(_, n)| ast::is_loop(*n)).map(|(_, n)| *n);
                 self.loop_nodes.push(node);
+                self.outer_loops.push(outer);
             }
             if ast::is_loop(node) || ast::is_function_boundary(node) {
                 enclosing.push((depth, node));
@@ -173,12 +178,31 @@ impl<'a> Model<'a> {
             .find(|i| self.calls[*i].id() == call.id())
     }
 
+    /// The model's own handle on a call node of its tree.
+    pub fn call_node(&self, call: Node<'_>) -> Option<Node<'a>> {
+        self.call_index(call).map(|i| self.calls[i])
+    }
+
     /// The innermost loop around a call, not crossing a function, class or lambda boundary.
     pub fn loop_around_call(&self, call: Node<'a>) -> Option<Node<'a>> {
         match self.call_index(call) {
             Some(i) => self.call_loops[i],
             None => ast::innermost_loop(call),
         }
+    }
+
+    /// The loops around a call, innermost first, not crossing a function, class or lambda
+    /// boundary.
+    pub fn loops_around_call(&self, call: Node<'a>) -> impl Iterator<Item = Node<'a>> + '_ {
+        std::iter::successors(self.loop_around_call(call), |l| self.outer_loop(*l))
+    }
+
+    fn outer_loop(&self, loop_node: Node<'a>) -> Option<Node<'a>> {
+        let first = self.loop_nodes.partition_point(|l| l.start_byte() < loop_node.start_byte());
+        (first..self.loop_nodes.len())
+            .take_while(|i| self.loop_nodes[*i].start_byte() == loop_node.start_byte())
+            .find(|i| self.loop_nodes[*i].id() == loop_node.id())
+            .map_or_else(|| ast::innermost_loop(loop_node), |i| self.outer_loops[i])
     }
 
     /// Every `for` and `while` loop, in source order.
