@@ -3,9 +3,11 @@
 //! Most Python files that mention torch are library code that no rule can flag. Parsing them is
 //! what would make `culint check` slow, so each rule names the tokens its findings cannot do
 //! without, and the rare rules whose tokens are everywhere (`forward`, `eval`) add a line scan.
-//! A prefilter may let through a file the rule then finds clean; it must never turn away a file
-//! the rule would flag. `CULINT_NO_PREFILTER=1` switches it off, and the benchmark checks that
-//! the findings are the same either way.
+//! A prefilter may let through a file the rule then finds clean; it must not turn away a file
+//! the rule would flag. One known exception: a loop is a step loop when it calls a helper of
+//! another project file that runs `backward()`, and a file whose only sign of training is such a
+//! call lacks the `backward` token that the training rules require. `CULINT_NO_PREFILTER=1`
+//! switches the prefilter off, and the benchmark checks that the findings are the same either way.
 
 use std::sync::LazyLock;
 
