@@ -102,7 +102,10 @@ pub fn suppression_code_hover(
 /// A rule's doc under a heading with its code and name (the same text as `culint rule`), then
 /// the knowledge entry it links to: the runtime error this code leads to, and what works.
 pub fn rule_markdown(rule: &Rule, lang: Lang) -> String {
-    let mut markdown = format!("### {} `{}`\n\n{}", rule.code, rule.name, rule.doc.trim());
+    // The doc opens with its own `# name (CODE)` title, which this heading replaces.
+    let doc = rule.doc.trim();
+    let body = doc.strip_prefix('#').and_then(|rest| rest.split_once('\n')).map_or(doc, |(_, body)| body.trim_start());
+    let mut markdown = format!("### {} `{}`\n\n{}", rule.code, rule.name, body);
     if let Some(entry) = rule.knowledge.and_then(|id| knowledge::builtin().entry(id)) {
         markdown.push_str("\n\n---\n\n");
         markdown.push_str(entry.to_markdown(lang).trim_end());
@@ -174,6 +177,7 @@ mod protocol_tests {
         let markdown = result["contents"]["value"].as_str().unwrap();
         assert!(markdown.starts_with("### CUL201 `empty-cache-in-step-loop`"), "{markdown}");
         assert!(markdown.contains("## What it does"), "{markdown}");
+        assert!(!markdown.contains("# empty-cache-in-step-loop (CUL201)"), "the title appears once: {markdown}");
         assert!(markdown.contains("`cuda/oom-fragmentation`"), "the linked knowledge entry follows: {markdown}");
         assert_eq!(result["range"]["start"], position(10, 4));
         let nothing = client
