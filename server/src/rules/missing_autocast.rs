@@ -15,7 +15,7 @@ pub const RULE: Rule = Rule {
     severity: Severity::Warning,
     fix: FixAvailability::Sometimes,
     query: include_str!("../../../queries/python/missing_autocast.scm"),
-    prefilter: Prefilter { all_of: &[&["backward"], &["cuda", "CUDA", "Cuda"]], scan: None },
+    prefilter: Prefilter { all_of: &[&["backward"], &["cuda", "CUDA", "Cuda", "nccl", "NCCL"]], scan: None },
     check,
     doc: DOC,
     knowledge: Some("cuda/oom-genuine"),
@@ -40,7 +40,7 @@ often fits, unchanged otherwise, with autocast.
 
 `Accelerator()` without `mixed_precision` takes its precision from `accelerate launch` or its config
 file, so it counts as configured. Settings passed from flags (`enabled=args.amp`) count as on.
-Files that never use CUDA are not checked.
+Files that never use CUDA are not checked; an NCCL process group counts as using it.
 
 ## Example
 ```python

@@ -14,7 +14,7 @@ pub const RULE: Rule = Rule {
     severity: Severity::Warning,
     fix: FixAvailability::Always,
     query: include_str!("../../../queries/python/torch_load_to_saved_device.scm"),
-    prefilter: Prefilter { all_of: &[&["load"], &["cuda", "CUDA", "Cuda"], &["torch"]], scan: None },
+    prefilter: Prefilter { all_of: &[&["load"], &["cuda", "CUDA", "Cuda", "nccl", "NCCL"], &["torch"]], scan: None },
     check,
     doc: DOC,
     knowledge: Some("cuda/oom-other-processes"),
@@ -25,7 +25,8 @@ pub const RULE: Rule = Rule {
 const DOC: &str = r#"# torch-load-to-saved-device (CUL102)
 
 ## What it does
-Flags `torch.load(...)` without `map_location` in a file that uses CUDA.
+Flags `torch.load(...)` without `map_location` in a file that uses CUDA: one that names CUDA in
+its code, or NCCL, which runs only on CUDA devices (`init_process_group("nccl")`).
 
 ## Why is this bad?
 Without `map_location`, every tensor in the file comes back on the device it was saved from,

@@ -54,7 +54,8 @@ pub struct Model<'a> {
     pub classes: Vec<Node<'a>>,
     /// Assignments (`x = ...`, `x: T = ...`), keyed by the target's text (`x`, `self.x`).
     assignments: HashMap<&'a str, Vec<Node<'a>>>,
-    /// The file names CUDA in code (strings, attributes, names), not only in comments.
+    /// The file names CUDA in code (strings, attributes, names), not only in comments, or NCCL,
+    /// which runs only on CUDA devices (`init_process_group("nccl")` with `.to(rank)`).
     pub mentions_cuda: bool,
     loops: OnceCell<Vec<LoopInfo<'a>>>,
     frameworks: OnceCell<Frameworks>,
@@ -143,7 +144,8 @@ impl<'a> Model<'a> {
                     }
                 }
                 "string_content" | "identifier" if !self.mentions_cuda => {
-                    self.mentions_cuda = text(node, source).to_ascii_lowercase().contains("cuda");
+                    let lower = text(node, source).to_ascii_lowercase();
+                    self.mentions_cuda = lower.contains("cuda") || lower.contains("nccl");
                 }
                 _ => {}
             }
