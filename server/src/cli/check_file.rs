@@ -100,7 +100,11 @@ pub fn check_file(path: &Path, resolver: &Resolver, mode: FixMode) -> FileReport
         return report;
     };
     match write_atomically(path, &source.restore(fixed)) {
-        Ok(()) => FileReport { fixed_text: None, ..report },
+        Ok(()) => {
+            // Files checked after this one that call into it must see its fixed text.
+            PROJECT.invalidate(path);
+            FileReport { fixed_text: None, ..report }
+        }
         Err(error) => {
             // The file keeps its findings: report them as they are on disk.
             let mut unchanged = check_source(&source, path, display, &settings, FixMode::Report);
