@@ -78,9 +78,16 @@ impl PresentTokens {
     }
 }
 
-/// The names of the functions a text defines (`def name(` and `async def name(`), found by a
-/// line scan; a `def` inside a string may show up too, which only makes the prefilter looser.
-pub fn defined_function_names(text: &str) -> impl Iterator<Item = &str> {
+/// A function a text defines (`def name(` or `async def name(`), found by a line scan; a `def`
+/// inside a string may show up too, which only makes the prefilter looser.
+pub struct DefinedFunction<'a> {
+    pub name: &'a str,
+    /// From the `def` line to the next `def`, `class` or decorator indented no deeper: the
+    /// function's body and possibly more, never less (a string's lines are not told apart).
+    pub span: std::ops::Range<usize>,
+}
+
+pub fn defined_functions(text: &str) -> impl Iterator<Item = DefinedFunction<'_>> {
     memchr::memmem::find_iter(text.as_bytes(), b"def").filter_map(move |at| {
         let line_start = line_start(text, at);
         let before = text[line_start..at].trim_start_matches([' ', '\t']);
@@ -93,7 +100,40 @@ pub fn defined_function_names(text: &str) -> impl Iterator<Item = &str> {
             return None;
         }
         let end = name.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(name.len());
-        (end > 0).then(|| &name[..end])
+        if end == 0 {
+            return None;
+        }
+        let indent = indentation(&text[line_start..]);
+        Some(DefinedFunction { name: &name[..end], span: line_start..body_end(text, at, indent) })
+    })
+}
+
+/// Where the lines after `from` stop belonging to a block indented deeper than `indent`: the
+/// next `def`, `class` or decorator line indented no deeper.
+fn body_end(text: &str, from: usize, indent: usize) -> usize {
+    let mut start = text[from..].find('\n').map_or(text.len(), |i| from + i + 1);
+    while start < text.len() {
+        let end = text[start..].find('\n').map_or(text.len(), |i| start + i + 1);
+        let line = &text[start..end];
+        let code = line.trim_start_matches([' ', '\t']);
+        if line.len() - code.len() <= indent
+            && (code.starts_with('@') || def_name(code).is_some() || starts_with_word(code, "class"))
+        {
+            return start;
+        }
+        start = end;
+    }
+    text.len()
+}
+
+/// Whether a line in `range` starts a `for` or `while` statement (or what looks like one in a
+/// string, which only makes the prefilter looser).
+pub fn has_loop_line(text: &str, range: std::ops::Range<usize>) -> bool {
+    text[range].lines().any(|line| {
+        let code = line.trim_start_matches([' ', '\t']);
+        let code =
+            code.strip_prefix("async").filter(|rest| rest.starts_with([' ', '\t'])).map_or(code, str::trim_start);
+        starts_with_word(code, "for") || starts_with_word(code, "while")
     })
 }
 
@@ -213,8 +253,21 @@ mod tests {
     }
 
     #[test]
-    fn defined_names_include_async_and_skip_other_words() {
+    fn defined_functions_include_async_and_skip_other_words() {
         let text = "def evaluate(m):\n    pass\nasync  def infer():\n    undefined = 1\nx = 'def'\n";
-        assert_eq!(defined_function_names(text).collect::<Vec<_>>(), vec!["evaluate", "infer"]);
+        assert_eq!(defined_functions(text).map(|f| f.name).collect::<Vec<_>>(), vec!["evaluate", "infer"]);
+    }
+
+    #[test]
+    fn a_function_span_covers_its_body_and_nested_definitions() {
+        let text = "class A:\n    def evaluate(self):\n        def inner():\n            pass\n        for x in y:\n            pass\n\n    @property\n    def name(self):\n        while True:\n            pass\n";
+        let functions: Vec<_> = defined_functions(text).collect();
+        let evaluate = &functions[0];
+        assert_eq!(evaluate.name, "evaluate");
+        assert!(text[evaluate.span.clone()].ends_with("            pass\n\n"), "{:?}", &text[evaluate.span.clone()]);
+        assert!(has_loop_line(text, evaluate.span.clone()));
+        // A superset, never less: `inner`'s span runs on over the loop of `evaluate` after it.
+        assert!(has_loop_line(text, functions[1].span.clone()));
+        assert!(has_loop_line(text, functions[2].span.clone()));
     }
 }

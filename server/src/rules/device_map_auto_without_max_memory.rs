@@ -15,7 +15,7 @@ pub const RULE: Rule = Rule {
     severity: Severity::Info,
     fix: FixAvailability::DisplayOnly,
     query: include_str!("../../../queries/python/device_map_auto_without_max_memory.scm"),
-    prefilter: Prefilter { all_of: &[&["device_map"], &["auto"]], scan: None },
+    prefilter: Prefilter { all_of: &[&["device_map"], &["\"auto\"", "'auto'"], &["from_pretrained"]], scan: None },
     check,
     doc: DOC,
     knowledge: Some("cuda/oom-other-processes"),

@@ -106,11 +106,15 @@ const NOT_RUNNING_PREFIXES: &[&str] = &[
 /// Lightning hooks that Lightning already runs under `torch.no_grad()`.
 const NO_GRAD_HOOKS: &[&str] = &["validation_step", "test_step", "predict_step"];
 
-/// An eval loop sits in a function named like one, or after a `<model>.eval()` call.
+/// An eval loop is a loop in a function named like an eval function, or a loop after a
+/// `<model>.eval()` call.
 fn could_have_an_eval_loop(text: &str) -> bool {
-    let calls_eval_method = memchr::memmem::find_iter(text.as_bytes(), b"eval")
-        .any(|at| text[..at].trim_end_matches([' ', '\t']).ends_with('.'));
-    calls_eval_method || prefilter::defined_function_names(text).any(is_eval_function_name)
+    let loop_after_eval_call = memchr::memmem::find_iter(text.as_bytes(), b"eval")
+        .find(|at| text[..*at].trim_end_matches([' ', '\t']).ends_with('.'))
+        .is_some_and(|at| prefilter::has_loop_line(text, prefilter::line_start(text, at)..text.len()));
+    loop_after_eval_call
+        || prefilter::defined_functions(text)
+            .any(|f| is_eval_function_name(f.name) && prefilter::has_loop_line(text, f.span))
 }
 
 fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {

@@ -15,7 +15,7 @@ pub const RULE: Rule = Rule {
     severity: Severity::Warning,
     fix: FixAvailability::Sometimes,
     query: include_str!("../../../queries/python/graph_kept_across_iterations.scm"),
-    prefilter: Prefilter { all_of: &[&["backward", "training_step"]], scan: None },
+    prefilter: Prefilter { all_of: &[&["backward(", "backward (", "training_step"]], scan: None },
     check,
     doc: DOC,
     knowledge: Some("cuda/oom-genuine"),

@@ -15,7 +15,10 @@ pub const RULE: Rule = Rule {
     severity: Severity::Warning,
     fix: FixAvailability::Sometimes,
     query: include_str!("../../../queries/python/missing_autocast.scm"),
-    prefilter: Prefilter { all_of: &[&["backward"], &["cuda", "CUDA", "Cuda", "nccl", "NCCL"]], scan: None },
+    prefilter: Prefilter {
+        all_of: &[&["backward(", "backward ("], &["cuda", "CUDA", "Cuda", "nccl", "NCCL"]],
+        scan: None,
+    },
     check,
     doc: DOC,
     knowledge: Some("cuda/oom-genuine"),

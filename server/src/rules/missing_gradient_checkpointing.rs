@@ -21,7 +21,7 @@ pub const RULE: Rule = Rule {
     prefilter: Prefilter {
         all_of: &[
             &["from_pretrained", "from_config", "create_model", "forward"],
-            &["backward", "Trainer", "training_step"],
+            &["backward(", "backward (", "Trainer", "training_step"],
         ],
         scan: None,
     },

@@ -16,7 +16,7 @@ pub const RULE: Rule = Rule {
     severity: Severity::Warning,
     fix: FixAvailability::Sometimes,
     query: include_str!("../../../queries/python/missing_zero_grad.scm"),
-    prefilter: Prefilter { all_of: &[&[".step("], &["backward", "training_step"]], scan: None },
+    prefilter: Prefilter { all_of: &[&[".step("], &["backward(", "backward (", "training_step"]], scan: None },
     check,
     doc: DOC,
     knowledge: None,

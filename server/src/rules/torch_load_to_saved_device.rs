@@ -14,7 +14,10 @@ pub const RULE: Rule = Rule {
     severity: Severity::Warning,
     fix: FixAvailability::Always,
     query: include_str!("../../../queries/python/torch_load_to_saved_device.scm"),
-    prefilter: Prefilter { all_of: &[&["load"], &["cuda", "CUDA", "Cuda", "nccl", "NCCL"], &["torch"]], scan: None },
+    prefilter: Prefilter {
+        all_of: &[&["load(", "load (", " load as", "load,"], &["cuda", "CUDA", "Cuda", "nccl", "NCCL"], &["torch"]],
+        scan: None,
+    },
     check,
     doc: DOC,
     knowledge: Some("cuda/oom-other-processes"),

@@ -17,7 +17,7 @@ pub const RULE: Rule = Rule {
     severity: Severity::Warning,
     fix: FixAvailability::Sometimes,
     query: include_str!("../../../queries/python/unscaled_gradient_accumulation.scm"),
-    prefilter: Prefilter { all_of: &[&["%"], &["backward"]], scan: None },
+    prefilter: Prefilter { all_of: &[&["%"], &["backward(", "backward ("]], scan: None },
     check,
     doc: DOC,
     knowledge: None,
