@@ -57,6 +57,18 @@ pub struct Fix {
 }
 
 impl Fix {
+    /// Whether two fixes make the same change, wherever they make it: the same title and the
+    /// same edits up to position.
+    pub fn same_change(&self, other: &Fix) -> bool {
+        self.title == other.title
+            && self.edits.len() == other.edits.len()
+            && self
+                .edits
+                .iter()
+                .zip(&other.edits)
+                .all(|(a, b)| a.content == b.content && a.range.len() == b.range.len())
+    }
+
     pub fn new(title: impl Into<String>, applicability: Applicability, mut edits: Vec<Edit>) -> Self {
         edits.sort();
         edits.dedup();
@@ -89,42 +101,65 @@ pub struct Applied {
     pub text: String,
     /// How many fixes went in whole.
     pub fixes: usize,
+    /// Which of the fixes given went in, by their position in the input.
+    pub applied: Vec<usize>,
+    /// The edits made, in text order.
+    edits: Vec<Edit>,
+}
+
+impl Applied {
+    /// Where an offset of the original text lies in the fixed text; `None` inside a replaced
+    /// range.
+    pub fn map_offset(&self, offset: usize) -> Option<usize> {
+        let mut shifted = offset as isize;
+        for edit in &self.edits {
+            if edit.range.start >= offset {
+                break;
+            }
+            if edit.range.end > offset {
+                return None;
+            }
+            shifted += edit.content.len() as isize - edit.range.len() as isize;
+        }
+        usize::try_from(shifted).ok()
+    }
 }
 
 /// Apply every fix at or above `threshold` whose edits do not overlap an edit already taken.
 /// A fix goes in whole or not at all. Edits that are identical to one already taken (the same
 /// import rewrite requested by two call sites) are applied once and do not count as overlap.
 pub fn apply_fixes<'a>(text: &str, fixes: impl IntoIterator<Item = &'a Fix>, threshold: Applicability) -> Applied {
-    let mut candidates: Vec<&Fix> = fixes
+    let mut candidates: Vec<(usize, &Fix)> = fixes
         .into_iter()
-        .filter(|fix| fix.applicability >= threshold && fix.applicability != Applicability::DisplayOnly)
-        .filter(|fix| fix.edits.iter().all(|e| e.range.end <= text.len() && valid_edit(text, e)))
-        .filter(|fix| fix.edits.windows(2).all(|pair| !overlaps(&pair[0], &pair[1])))
+        .enumerate()
+        .filter(|(_, fix)| fix.applicability >= threshold && fix.applicability != Applicability::DisplayOnly)
+        .filter(|(_, fix)| fix.edits.iter().all(|e| e.range.end <= text.len() && valid_edit(text, e)))
+        .filter(|(_, fix)| fix.edits.windows(2).all(|pair| !overlaps(&pair[0], &pair[1])))
         .collect();
-    candidates.sort_by_key(|fix| fix.range());
+    candidates.sort_by_key(|(_, fix)| fix.range());
 
     let mut taken: Vec<&Edit> = Vec::new();
-    let mut fixes = 0;
-    for fix in candidates {
+    let mut applied = Vec::new();
+    for (index, fix) in candidates {
         let new_edits: Vec<&Edit> = fix.edits.iter().filter(|e| !taken.contains(e)).collect();
         let clashes = new_edits.iter().any(|edit| taken.iter().any(|t| overlaps(t, edit)));
         if clashes {
             continue;
         }
         taken.extend(new_edits);
-        fixes += 1;
+        applied.push(index);
     }
     taken.sort();
 
     let mut out = String::with_capacity(text.len() + 64);
     let mut cursor = 0;
-    for edit in taken {
+    for edit in &taken {
         out.push_str(&text[cursor..edit.range.start]);
         out.push_str(&edit.content);
         cursor = edit.range.end;
     }
     out.push_str(&text[cursor..]);
-    Applied { text: out, fixes }
+    Applied { text: out, fixes: applied.len(), applied, edits: taken.into_iter().cloned().collect() }
 }
 
 fn valid_edit(text: &str, edit: &Edit) -> bool {
@@ -143,6 +178,18 @@ fn overlaps(a: &Edit, b: &Edit) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn offsets_map_through_the_edits_made() {
+        let fix = Fix::safe("f", vec![ins(2, "xyz"), Edit::replacement(TextRange::new(5, 7), "")]);
+        let applied = apply_fixes("0123456789", [&fix], Applicability::Safe);
+        assert_eq!(applied.text, "01xyz234789");
+        assert_eq!(applied.applied, vec![0]);
+        assert_eq!(applied.map_offset(1), Some(1));
+        assert_eq!(applied.map_offset(3), Some(6));
+        assert_eq!(applied.map_offset(6), None, "inside the deleted range");
+        assert_eq!(applied.map_offset(8), Some(9));
+    }
 
     fn ins(at: usize, s: &str) -> Edit {
         Edit::insertion(at, s)

@@ -357,25 +357,52 @@ const MAX_FIX_PASSES: usize = 10;
 /// whose output parses worse than its input is discarded.
 pub fn fix_text(text: &str, context: LintContext<'_>, settings: &LintSettings, threshold: Applicability) -> FixOutcome {
     let mut current = text.to_owned();
-    let mut tree = parse(&current, None);
+    let tree = parse(&current, None);
+    let mut diagnostics = lint(&current, &tree, context, settings);
     let mut fixed = 0;
     let mut refused_unparsable = false;
+    // Fixes that left their own finding in place, offered again: applying them would never end.
+    let mut ineffective: Vec<(String, Fix)> = Vec::new();
     let baseline_errors = error_count(&tree);
-    for _ in 0..MAX_FIX_PASSES {
-        let diagnostics = lint(&current, &tree, context, settings);
-        let applied = apply_fixes(&current, diagnostics.iter().filter_map(|d| d.fix.as_ref()), threshold);
+    let mut passes = 0;
+    // A refused fix does not count as a pass: each refusal shrinks the set of fixes on offer.
+    while passes < MAX_FIX_PASSES {
+        let fixable: Vec<(&Diagnostic, &Fix)> = diagnostics
+            .iter()
+            .filter_map(|d| d.fix.as_ref().map(|fix| (d, fix)))
+            .filter(|(d, fix)| !ineffective.iter().any(|(code, known)| *code == d.code && known.same_change(fix)))
+            .collect();
+        let applied = apply_fixes(&current, fixable.iter().map(|(_, fix)| *fix), threshold);
         if applied.fixes == 0 || applied.text == current {
-            return FixOutcome { text: current, fixed, remaining: diagnostics, refused_unparsable };
+            break;
         }
         let new_tree = parse(&applied.text, None);
         if error_count(&new_tree) > baseline_errors {
             refused_unparsable = true;
-            return FixOutcome { text: current, fixed, remaining: diagnostics, refused_unparsable };
+            break;
         }
+        let after = lint(&applied.text, &new_tree, context, settings);
+        let repeated: Vec<(String, Fix)> = applied
+            .applied
+            .iter()
+            .map(|&i| fixable[i])
+            .filter(|(d, fix)| {
+                let at = applied.map_offset(d.range.start);
+                after.iter().any(|n| {
+                    n.code == d.code && Some(n.range.start) == at && n.fix.as_ref().is_some_and(|f| f.same_change(fix))
+                })
+            })
+            .map(|(d, fix)| (d.code.clone(), fix.clone()))
+            .collect();
+        if !repeated.is_empty() {
+            // Redo this pass without them; their findings stay reported.
+            ineffective.extend(repeated);
+            continue;
+        }
+        passes += 1;
         fixed += applied.fixes;
         current = applied.text;
-        tree = new_tree;
+        diagnostics = after;
     }
-    let remaining = lint(&current, &tree, context, settings);
-    FixOutcome { text: current, fixed, remaining, refused_unparsable }
+    FixOutcome { text: current, fixed, remaining: diagnostics, refused_unparsable }
 }
