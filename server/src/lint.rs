@@ -404,5 +404,13 @@ pub fn fix_text(text: &str, context: LintContext<'_>, settings: &LintSettings, t
         current = applied.text;
         diagnostics = after;
     }
+    // What is left is not offered as fixable with a fix that was just seen not to work.
+    for diagnostic in &mut diagnostics {
+        if diagnostic.fix.as_ref().is_some_and(|fix| {
+            ineffective.iter().any(|(code, known)| *code == diagnostic.code && known.same_change(fix))
+        }) {
+            diagnostic.fix = None;
+        }
+    }
     FixOutcome { text: current, fixed, remaining: diagnostics, refused_unparsable }
 }
