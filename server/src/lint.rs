@@ -253,6 +253,11 @@ fn lint_rules(
     }
     diagnostics.sort_by(|a, b| (a.range.start, &a.code, a.range.end).cmp(&(b.range.start, &b.code, b.range.end)));
     diagnostics.dedup_by(|a, b| a.code == b.code && a.range == b.range);
+    if memchr::memchr(0, text.as_bytes()).is_some() {
+        // The parser takes a NUL for the end of the input in some states, so the text around it
+        // is not parsed reliably enough to edit (`culint check` skips such files as binary).
+        diagnostics.iter_mut().for_each(|d| d.fix = None);
+    }
     diagnostics
 }
 
@@ -359,6 +364,7 @@ pub fn fix_text(text: &str, context: LintContext<'_>, settings: &LintSettings, t
     let mut current = text.to_owned();
     let tree = parse(&current, None);
     let mut diagnostics = lint(&current, &tree, context, settings);
+
     let mut fixed = 0;
     let mut refused_unparsable = false;
     // Fixes that left their own finding in place, offered again: applying them would never end.
