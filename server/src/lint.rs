@@ -361,30 +361,54 @@ const MAX_FIX_PASSES: usize = 10;
 /// Apply fixes at or above `threshold`, re-linting after each pass, until nothing changes. A pass
 /// whose output parses worse than its input is discarded.
 pub fn fix_text(text: &str, context: LintContext<'_>, settings: &LintSettings, threshold: Applicability) -> FixOutcome {
+    let mut unsettled: Vec<String> = Vec::new();
+    loop {
+        let (outcome, still_fixing) = fix_passes(text, context, settings, threshold, &unsettled);
+        if still_fixing.is_empty() {
+            return outcome;
+        }
+        // These rules were still changing the text after the last pass, so their fixes never
+        // settle here (a move that makes room for another move): start over without them.
+        unsettled.extend(still_fixing);
+    }
+}
+
+/// Fix passes over `text` without the fixes of the `unsettled` rules. Returns the outcome and,
+/// when the passes ran out with fixes still applying, the rules whose fixes the last pass took.
+fn fix_passes(
+    text: &str,
+    context: LintContext<'_>,
+    settings: &LintSettings,
+    threshold: Applicability,
+    unsettled: &[String],
+) -> (FixOutcome, Vec<String>) {
     let mut current = text.to_owned();
     let tree = parse(&current, None);
     let mut diagnostics = lint(&current, &tree, context, settings);
-
     let mut fixed = 0;
     let mut refused_unparsable = false;
     // Fixes that left their own finding in place, offered again: applying them would never end.
     let mut ineffective: Vec<(String, Fix)> = Vec::new();
     let baseline_errors = error_count(&tree);
     let mut passes = 0;
+    let mut still_fixing = Vec::new();
     // A refused fix does not count as a pass: each refusal shrinks the set of fixes on offer.
     while passes < MAX_FIX_PASSES {
         let fixable: Vec<(&Diagnostic, &Fix)> = diagnostics
             .iter()
+            .filter(|d| !unsettled.contains(&d.code))
             .filter_map(|d| d.fix.as_ref().map(|fix| (d, fix)))
             .filter(|(d, fix)| !ineffective.iter().any(|(code, known)| *code == d.code && known.same_change(fix)))
             .collect();
         let applied = apply_fixes(&current, fixable.iter().map(|(_, fix)| *fix), threshold);
         if applied.fixes == 0 || applied.text == current {
+            still_fixing.clear();
             break;
         }
         let new_tree = parse(&applied.text, None);
         if error_count(&new_tree) > baseline_errors {
             refused_unparsable = true;
+            still_fixing.clear();
             break;
         }
         let after = lint(&applied.text, &new_tree, context, settings);
@@ -406,17 +430,22 @@ pub fn fix_text(text: &str, context: LintContext<'_>, settings: &LintSettings, t
             continue;
         }
         passes += 1;
+        still_fixing = applied.applied.iter().map(|&i| fixable[i].0.code.clone()).collect();
+        still_fixing.sort();
+        still_fixing.dedup();
         fixed += applied.fixes;
         current = applied.text;
         diagnostics = after;
     }
-    // What is left is not offered as fixable with a fix that was just seen not to work.
+    // What is left is not offered as fixable with a fix that was seen not to work or not to settle.
     for diagnostic in &mut diagnostics {
-        if diagnostic.fix.as_ref().is_some_and(|fix| {
-            ineffective.iter().any(|(code, known)| *code == diagnostic.code && known.same_change(fix))
-        }) {
+        let refused = unsettled.contains(&diagnostic.code)
+            || diagnostic.fix.as_ref().is_some_and(|fix| {
+                ineffective.iter().any(|(code, known)| *code == diagnostic.code && known.same_change(fix))
+            });
+        if refused {
             diagnostic.fix = None;
         }
     }
-    FixOutcome { text: current, fixed, remaining: diagnostics, refused_unparsable }
+    (FixOutcome { text: current, fixed, remaining: diagnostics, refused_unparsable }, still_fixing)
 }
