@@ -90,21 +90,12 @@ pub struct DefinedFunction<'a> {
 pub fn defined_functions(text: &str) -> impl Iterator<Item = DefinedFunction<'_>> {
     memchr::memmem::find_iter(text.as_bytes(), b"def").filter_map(move |at| {
         let line_start = line_start(text, at);
-        let before = text[line_start..at].trim_start_matches([' ', '\t']);
-        if !(before.is_empty() || before.strip_prefix("async").is_some_and(|rest| rest.starts_with([' ', '\t']))) {
-            return None;
-        }
-        let after = &text[at + 3..];
-        let name = after.trim_start_matches([' ', '\t']);
-        if name.len() == after.len() {
-            return None;
-        }
-        let end = name.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(name.len());
-        if end == 0 {
-            return None;
-        }
-        let indent = indentation(&text[line_start..]);
-        Some(DefinedFunction { name: &name[..end], span: line_start..body_end(text, at, indent) })
+        let code = text[line_start..].trim_start_matches([' ', '\t']);
+        let name = def_name(code).filter(|name| !name.is_empty())?;
+        // Only the `def` that opens the line, so a line is found once.
+        let def_at = code.strip_prefix("async").map_or(code, |rest| rest.trim_start_matches([' ', '\t']));
+        (text.len() - def_at.len() == at)
+            .then(|| DefinedFunction { name, span: line_start..body_end(text, at, indentation(&text[line_start..])) })
     })
 }
 

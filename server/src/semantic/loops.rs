@@ -41,10 +41,8 @@ impl<'a> Model<'a> {
     }
 
     pub fn loop_info(&self, node: Node<'_>) -> Option<&LoopInfo<'a>> {
-        // Loops are sorted by start byte; a loop's start is unique among loops.
-        let loops = self.loops();
-        let at = loops.partition_point(|l| l.node.start_byte() < node.start_byte());
-        loops[at..].iter().take_while(|l| l.node.start_byte() == node.start_byte()).find(|l| l.node.id() == node.id())
+        // The classified loops follow `loop_nodes` one for one.
+        self.loop_index(node).map(|i| &self.loops()[i])
     }
 
     pub fn step_loops(&self) -> impl Iterator<Item = &LoopInfo<'a>> {

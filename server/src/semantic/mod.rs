@@ -174,10 +174,7 @@ impl<'a> Model<'a> {
     }
 
     fn call_index(&self, call: Node<'_>) -> Option<usize> {
-        let first = self.calls.partition_point(|c| c.start_byte() < call.start_byte());
-        (first..self.calls.len())
-            .take_while(|i| self.calls[*i].start_byte() == call.start_byte())
-            .find(|i| self.calls[*i].id() == call.id())
+        position_in_source_order(&self.calls, call)
     }
 
     /// The model's own handle on a call node of its tree.
@@ -200,11 +197,12 @@ impl<'a> Model<'a> {
     }
 
     fn outer_loop(&self, loop_node: Node<'a>) -> Option<Node<'a>> {
-        let first = self.loop_nodes.partition_point(|l| l.start_byte() < loop_node.start_byte());
-        (first..self.loop_nodes.len())
-            .take_while(|i| self.loop_nodes[*i].start_byte() == loop_node.start_byte())
-            .find(|i| self.loop_nodes[*i].id() == loop_node.id())
-            .map_or_else(|| ast::innermost_loop(loop_node), |i| self.outer_loops[i])
+        self.loop_index(loop_node).map_or_else(|| ast::innermost_loop(loop_node), |i| self.outer_loops[i])
+    }
+
+    /// Where a loop node is in `loop_nodes` (and in the classified loops, which follow it).
+    fn loop_index(&self, loop_node: Node<'_>) -> Option<usize> {
+        position_in_source_order(&self.loop_nodes, loop_node)
     }
 
     /// Every `for` and `while` loop, in source order.
@@ -374,6 +372,15 @@ impl<'a> Model<'a> {
             .filter(move |i| !scope_lies_within(self.call_scopes[*i], node))
             .map(|i| self.calls[i])
     }
+}
+
+/// The index of `node` in `nodes`, which are in source order: a binary search by start byte, then
+/// the node itself among those that start there (a call and its callee call can share a start).
+fn position_in_source_order(nodes: &[Node<'_>], node: Node<'_>) -> Option<usize> {
+    let first = nodes.partition_point(|n| n.start_byte() < node.start_byte());
+    (first..nodes.len())
+        .take_while(|i| nodes[*i].start_byte() == node.start_byte())
+        .find(|i| nodes[*i].id() == node.id())
 }
 
 /// Whether `scope`, the innermost boundary around a node inside `top`, lies between that node and
