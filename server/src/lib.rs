@@ -8,6 +8,7 @@ pub mod diagnostic;
 pub mod document;
 pub mod explain;
 pub mod fix;
+pub mod grammar_ids;
 pub mod hardware;
 pub mod knowledge;
 pub mod lint;

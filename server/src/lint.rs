@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock, Mutex, OnceLock, PoisonError};
 
 use streaming_iterator::StreamingIterator;
 use tree_sitter::{Node, Query, QueryCursor, Tree};
@@ -95,33 +95,51 @@ pub fn compile_query(rule: &Rule) -> Result<Query, tree_sitter::QueryError> {
     Query::new(&python(), rule.query)
 }
 
-/// Every rule's query compiled into one, so that a single pass of a query cursor finds the
-/// candidates of all rules (each pass walks the whole tree, and 22 of them cost more than
-/// parsing). Patterns keep their rule's order; `rule_of_pattern` maps them back.
+/// The queries of a set of rules compiled into one, so that a single pass of a query cursor
+/// finds the candidates of them all (each pass walks the whole tree, and 22 of them cost more
+/// than parsing). Patterns keep their rule's order; `slot_of_pattern` maps each back to its
+/// rule's position in the set.
 struct RuleQueries {
     query: Query,
-    rule_of_pattern: Vec<usize>,
+    slot_of_pattern: Vec<usize>,
     violation: u32,
 }
 
-static RULE_QUERIES: LazyLock<RuleQueries> = LazyLock::new(|| {
-    let mut source = String::new();
-    let mut starts = Vec::with_capacity(RULES.len());
-    for rule in RULES {
-        starts.push(source.len());
-        source.push_str(rule.query);
-        source.push('\n');
+impl RuleQueries {
+    fn compile(rules: &[&'static Rule]) -> Self {
+        let mut source = String::new();
+        let mut starts = Vec::with_capacity(rules.len());
+        for rule in rules {
+            starts.push(source.len());
+            source.push_str(rule.query);
+            source.push('\n');
+        }
+        let query = Query::new(&python(), &source).unwrap_or_else(|e| {
+            let rule = rules[starts.partition_point(|&s| s <= e.offset) - 1];
+            panic!("query of {} {} does not compile: {e}", rule.code, rule.name)
+        });
+        let slot_of_pattern = (0..query.pattern_count())
+            .map(|pattern| starts.partition_point(|&s| s <= query.start_byte_for_pattern(pattern)) - 1)
+            .collect();
+        let violation = query.capture_index_for_name("violation").expect("rule queries capture @violation");
+        Self { query, slot_of_pattern, violation }
     }
-    let query = Query::new(&python(), &source).unwrap_or_else(|e| {
-        let rule = RULES[starts.partition_point(|&s| s <= e.offset) - 1];
-        panic!("query of {} {} does not compile: {e}", rule.code, rule.name)
-    });
-    let rule_of_pattern = (0..query.pattern_count())
-        .map(|pattern| starts.partition_point(|&s| s <= query.start_byte_for_pattern(pattern)) - 1)
-        .collect();
-    let violation = query.capture_index_for_name("violation").expect("rule queries capture @violation");
-    RuleQueries { query, rule_of_pattern, violation }
-});
+
+    /// The combined query of `active`, compiled on first use. A query cursor pays for every
+    /// pattern at every node, whether or not its rule is wanted, so each set of rules the
+    /// prefilter lets through gets a query of its own; a run meets only a few dozen sets.
+    /// Compiled sets live as long as the process, as the one query of all rules did: their
+    /// number is bounded by the distinct sets of rules met.
+    fn of(active: &[&'static Rule]) -> &'static Self {
+        type Slot = Arc<OnceLock<&'static RuleQueries>>;
+        static COMPILED: LazyLock<Mutex<HashMap<Vec<usize>, Slot>>> = LazyLock::new(Mutex::default);
+        let key: Vec<usize> = active.iter().map(|rule| crate::rules::index_of(rule)).collect();
+        let slot = COMPILED.lock().unwrap_or_else(PoisonError::into_inner).entry(key).or_default().clone();
+        // Compiled outside the map's lock, so threads wanting other sets go on; threads wanting
+        // this one wait for it rather than compile it again.
+        slot.get_or_init(|| Box::leak(Box::new(Self::compile(active))))
+    }
+}
 
 /// The rules of `settings` that could fire on `text`, judged from its bytes alone (see
 /// [`crate::prefilter`]); rules that need hardware facts are left out when there are none.
@@ -265,16 +283,14 @@ fn lint_rules(
 /// list in source order so that rules reporting "the first" finding can rely on it. Matches in
 /// regions the parser could not make sense of are dropped.
 fn candidates_by_rule<'a>(text: &'a str, tree: &'a Tree, active: &[&'static Rule]) -> Vec<Vec<Candidate<'a>>> {
-    let queries = &*RULE_QUERIES;
-    let slot_of_rule: Vec<Option<usize>> =
-        RULES.iter().map(|rule| active.iter().position(|a| std::ptr::eq(*a, *rule))).collect();
+    let queries = RuleQueries::of(active);
     let names = queries.query.capture_names();
     let mut by_rule: Vec<Vec<Candidate<'a>>> = active.iter().map(|_| Vec::new()).collect();
     let tree_has_errors = tree.root_node().has_error();
     let mut cursor = QueryCursor::new();
     let mut matches = cursor.matches(&queries.query, tree.root_node(), text.as_bytes());
     while let Some(m) = matches.next() {
-        let Some(slot) = slot_of_rule[queries.rule_of_pattern[m.pattern_index]] else { continue };
+        let slot = queries.slot_of_pattern[m.pattern_index];
         let Some(node) = m.captures().iter().find(|c| c.index == queries.violation).map(|c| c.node) else {
             continue;
         };

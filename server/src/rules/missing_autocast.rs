@@ -110,7 +110,7 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
 }
 
 /// Something in the file already lowers precision for the whole model.
-fn file_uses_reduced_precision(model: &Model<'_>) -> bool {
+fn file_uses_reduced_precision<'a>(model: &Model<'a>) -> bool {
     if model.frameworks().manages_precision() || model.frameworks().hf_trainer {
         return true;
     }
@@ -129,20 +129,26 @@ fn file_uses_reduced_precision(model: &Model<'_>) -> bool {
             || text.contains("auto")
             || !ast::is_literal(value) && !text.contains("float32")
     };
-    model.calls.iter().any(|call| {
-        let dtype =
-            ast::keyword_arg(*call, "torch_dtype", model.text).or_else(|| ast::keyword_arg(*call, "dtype", model.text));
-
-        match ast::callee_name(*call, model.text) {
-            Some("to") => ast::positional_args(*call).iter().chain(dtype.iter()).any(|a| {
-                let text = model.node_text(*a);
-                text.contains("float16") || text.contains("bfloat16") || text.contains("torch.half")
-            }),
-            Some("from_pretrained" | "from_config" | "create_model") => dtype.is_some_and(is_16_bit),
-            Some("set_default_dtype") => ast::positional_args(*call).first().is_some_and(|a| is_16_bit(*a)),
-            _ => false,
-        }
-    })
+    let dtype = |call: Node<'a>| {
+        ast::keyword_arg(call, "torch_dtype", model.text).or_else(|| ast::keyword_arg(call, "dtype", model.text))
+    };
+    // By callee name first: reading keyword arguments of every call in a large file costs more
+    // than the rest of this rule.
+    let moved_to_16_bit = model.calls_named("to").iter().any(|call| {
+        ast::positional_args(*call).iter().chain(dtype(*call).iter()).any(|a| {
+            let text = model.node_text(*a);
+            text.contains("float16") || text.contains("bfloat16") || text.contains("torch.half")
+        })
+    });
+    moved_to_16_bit
+        || ["from_pretrained", "from_config", "create_model"]
+            .iter()
+            .flat_map(|name| model.calls_named(name))
+            .any(|call| dtype(*call).is_some_and(is_16_bit))
+        || model
+            .calls_named("set_default_dtype")
+            .iter()
+            .any(|call| ast::positional_args(*call).first().is_some_and(|a| is_16_bit(*a)))
 }
 
 /// Autocast around the loop, inside it, or in a helper it calls; or a helper the checker cannot

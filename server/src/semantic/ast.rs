@@ -2,33 +2,37 @@
 
 use tree_sitter::Node;
 
+use crate::grammar_ids;
+
 pub fn text<'a>(node: Node<'_>, source: &'a str) -> &'a str {
     &source[node.byte_range()]
 }
 
 /// The callee of a call: `f` in `f(x)`, `a.b.f` in `a.b.f(x)`.
 pub fn callee(call: Node<'_>) -> Option<Node<'_>> {
-    call.child_by_field_name("function")
+    call.child_by_field_id(*grammar_ids::FUNCTION_FIELD)
 }
 
 /// The final name of a call's callee: `f` for `f(x)` and `a.b.f(x)`.
 pub fn callee_name<'a>(call: Node<'_>, source: &'a str) -> Option<&'a str> {
     let function = callee(call)?;
-    match function.kind() {
-        "identifier" => Some(text(function, source)),
-        "attribute" => function.child_by_field_name("attribute").map(|a| text(a, source)),
-        _ => None,
+    if grammar_ids::IDENTIFIER.contains(function) {
+        Some(text(function, source))
+    } else if grammar_ids::ATTRIBUTE.contains(function) {
+        function.child_by_field_id(*grammar_ids::ATTRIBUTE_FIELD).map(|a| text(a, source))
+    } else {
+        None
     }
 }
 
 /// The object a method is called on: `opt` in `opt.step()`.
 pub fn receiver(call: Node<'_>) -> Option<Node<'_>> {
     let function = callee(call)?;
-    (function.kind() == "attribute").then(|| function.child_by_field_name("object")).flatten()
+    grammar_ids::ATTRIBUTE.contains(function).then(|| function.child_by_field_id(*grammar_ids::OBJECT_FIELD)).flatten()
 }
 
 pub fn arguments(call: Node<'_>) -> Option<Node<'_>> {
-    call.child_by_field_name("arguments").filter(|a| a.kind() == "argument_list")
+    call.child_by_field_id(*grammar_ids::ARGUMENTS_FIELD).filter(|a| grammar_ids::ARGUMENT_LIST.contains(*a))
 }
 
 pub fn positional_args(call: Node<'_>) -> Vec<Node<'_>> {
@@ -42,14 +46,14 @@ pub fn positional_args(call: Node<'_>) -> Vec<Node<'_>> {
 pub fn keyword_args(call: Node<'_>) -> Vec<Node<'_>> {
     let Some(args) = arguments(call) else { return Vec::new() };
     let mut cursor = args.walk();
-    args.named_children(&mut cursor).filter(|a| a.kind() == "keyword_argument").collect()
+    args.named_children(&mut cursor).filter(|a| grammar_ids::KEYWORD_ARGUMENT.contains(*a)).collect()
 }
 
 /// The value passed as `name=` to a call.
 pub fn keyword_arg<'t>(call: Node<'t>, name: &str, source: &str) -> Option<Node<'t>> {
     keyword_args(call).into_iter().find_map(|kw| {
-        let key = kw.child_by_field_name("name")?;
-        (text(key, source) == name).then(|| kw.child_by_field_name("value")).flatten()
+        let key = kw.child_by_field_id(*grammar_ids::NAME_FIELD)?;
+        (text(key, source) == name).then(|| kw.child_by_field_id(*grammar_ids::VALUE_FIELD)).flatten()
     })
 }
 
@@ -95,11 +99,11 @@ pub fn is_literal(node: Node<'_>) -> bool {
 }
 
 pub fn is_function_boundary(node: Node<'_>) -> bool {
-    matches!(node.kind(), "function_definition" | "class_definition" | "lambda")
+    grammar_ids::FUNCTION_BOUNDARY.contains(node)
 }
 
 pub fn is_loop(node: Node<'_>) -> bool {
-    matches!(node.kind(), "for_statement" | "while_statement")
+    grammar_ids::LOOP.contains(node)
 }
 
 /// The innermost loop around a node, not crossing a function, class or lambda boundary.
@@ -130,7 +134,7 @@ pub fn enclosing_function(node: Node<'_>) -> Option<Node<'_>> {
 }
 
 pub fn function_name<'a>(function: Node<'_>, source: &'a str) -> Option<&'a str> {
-    function.child_by_field_name("name").map(|n| text(n, source))
+    function.child_by_field_id(*grammar_ids::NAME_FIELD).map(|n| text(n, source))
 }
 
 /// The class a function is a method of.

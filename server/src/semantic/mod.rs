@@ -22,6 +22,7 @@ use std::collections::HashMap;
 
 use tree_sitter::{Node, Tree};
 
+use crate::grammar_ids;
 use crate::lint::LintContext;
 use crate::project::ProjectLookup;
 pub use contexts::with_items as contexts_with_items;
@@ -117,44 +118,41 @@ impl<'a> Model<'a> {
             while enclosing.last().is_some_and(|(d, _)| *d >= depth) {
                 enclosing.pop();
             }
-            match node.kind() {
-                "call" => {
-                    let scope_at = enclosing.iter().rposition(|(_, n)| ast::is_function_boundary(*n));
-                    self.call_scopes.push(scope_at.map(|i| enclosing[i].1));
-                    let in_scope = &enclosing[scope_at.map_or(0, |i| i + 1)..];
-                    self.call_loops.push(in_scope.last().map(|(_, n)| *n));
-                    self.calls.push(node);
-                    if let Some(name) = ast::callee_name(node, source) {
-                        self.calls_by_name.entry(name).or_default().push(node);
+            if grammar_ids::CALL.contains(node) {
+                let scope_at = enclosing.iter().rposition(|(_, n)| ast::is_function_boundary(*n));
+                self.call_scopes.push(scope_at.map(|i| enclosing[i].1));
+                let in_scope = &enclosing[scope_at.map_or(0, |i| i + 1)..];
+                self.call_loops.push(in_scope.last().map(|(_, n)| *n));
+                self.calls.push(node);
+                if let Some(name) = ast::callee_name(node, source) {
+                    self.calls_by_name.entry(name).or_default().push(node);
+                }
+            } else if grammar_ids::IMPORT.contains(node) {
+                self.imports.add_statement(node, source);
+            } else if grammar_ids::FUNCTION.contains(node) {
+                self.functions.push(node);
+                if let Some(name) = ast::function_name(node, source) {
+                    self.functions_by_name.entry(name).or_default().push(node);
+                }
+            } else if grammar_ids::CLASS.contains(node) {
+                self.classes.push(node);
+            } else if grammar_ids::ASSIGNMENT.contains(node) {
+                if let Some(left) = node.child_by_field_name("left") {
+                    for name in ast::target_names(left, source) {
+                        self.assignments.entry(name).or_default().push(node);
                     }
                 }
-                "import_statement" | "import_from_statement" => self.imports.add_statement(node, source),
-                "function_definition" => {
-                    self.functions.push(node);
-                    if let Some(name) = ast::function_name(node, source) {
-                        self.functions_by_name.entry(name).or_default().push(node);
-                    }
-                }
-                "class_definition" => self.classes.push(node),
-                "assignment" => {
-                    if let Some(left) = node.child_by_field_name("left") {
-                        for name in ast::target_names(left, source) {
-                            self.assignments.entry(name).or_default().push(node);
-                        }
-                    }
-                }
-                "string_content" | "identifier" if !self.mentions_cuda => {
-                    let lower = text(node, source).to_ascii_lowercase();
-                    self.mentions_cuda = lower.contains("cuda") || lower.contains("nccl");
-                }
-                _ => {}
+            } else if !self.mentions_cuda && grammar_ids::NAME_OR_STRING.contains(node) {
+                let lower = text(node, source).to_ascii_lowercase();
+                self.mentions_cuda = lower.contains("cuda") || lower.contains("nccl");
             }
-            if ast::is_loop(node) {
+            let is_loop = ast::is_loop(node);
+            if is_loop {
                 let outer = enclosing.last().filter(|(_, n)| ast::is_loop(*n)).map(|(_, n)| *n);
                 self.loop_nodes.push(node);
                 self.outer_loops.push(outer);
             }
-            if ast::is_loop(node) || ast::is_function_boundary(node) {
+            if is_loop || ast::is_function_boundary(node) {
                 enclosing.push((depth, node));
             }
             if cursor.goto_first_child() {

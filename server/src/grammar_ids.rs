@@ -1,0 +1,127 @@
+//! The Python grammar's node kinds and field names, by numeric id, for the hottest paths.
+//!
+//! `Node::kind()` finds the length of the kind's C string and checks it is UTF-8 on every call,
+//! and `child_by_field_name` searches the grammar's field names each time. Walks over a whole
+//! tree ask these of every node, several times, and that cost rivals the walk itself; comparing
+//! or passing a number is one load.
+
+use std::sync::LazyLock;
+
+use tree_sitter::Node;
+
+use crate::parse::python;
+
+/// A set of named node kinds. A name can stand for several symbols (the grammar aliases
+/// keywords such as `match` to `identifier`), so membership is by every symbol of that name.
+pub struct KindSet {
+    by_symbol: Vec<bool>,
+}
+
+impl KindSet {
+    pub fn of(names: &[&str]) -> Self {
+        let language = python();
+        let by_symbol = (0..language.node_kind_count())
+            .map(|id| {
+                let id = id as u16;
+                language.node_kind_is_named(id)
+                    && language.node_kind_for_id(id).is_some_and(|kind| names.contains(&kind))
+            })
+            .collect();
+        Self { by_symbol }
+    }
+
+    pub fn contains(&self, node: Node<'_>) -> bool {
+        self.by_symbol.get(usize::from(node.kind_id())).copied().unwrap_or(false)
+    }
+}
+
+/// Declares a `LazyLock<KindSet>` per group of kinds.
+macro_rules! kind_sets {
+    ($($(#[$doc:meta])* $name:ident = [$($kind:literal),+];)+) => {
+        $($(#[$doc])* pub static $name: LazyLock<KindSet> = LazyLock::new(|| KindSet::of(&[$($kind),+]));)+
+    };
+}
+
+kind_sets! {
+    CALL = ["call"];
+    IMPORT = ["import_statement", "import_from_statement"];
+    FUNCTION = ["function_definition"];
+    CLASS = ["class_definition"];
+    ASSIGNMENT = ["assignment"];
+    /// Where the text of a program names things: CUDA and NCCL are looked for in these.
+    NAME_OR_STRING = ["string_content", "identifier"];
+    LOOP = ["for_statement", "while_statement"];
+    /// Scopes a loop or a call belongs to.
+    FUNCTION_BOUNDARY = ["function_definition", "class_definition", "lambda"];
+    IDENTIFIER = ["identifier"];
+    ATTRIBUTE = ["attribute"];
+    ARGUMENT_LIST = ["argument_list"];
+    KEYWORD_ARGUMENT = ["keyword_argument"];
+}
+
+/// Declares a `LazyLock<u16>` per field name of the grammar.
+macro_rules! fields {
+    ($($name:ident = $field:literal;)+) => {
+        $(pub static $name: LazyLock<u16> = LazyLock::new(|| {
+            python().field_id_for_name($field).map(|id| id.get()).expect(concat!("the grammar has a field ", $field))
+        });)+
+    };
+}
+
+fields! {
+    FUNCTION_FIELD = "function";
+    ATTRIBUTE_FIELD = "attribute";
+    OBJECT_FIELD = "object";
+    ARGUMENTS_FIELD = "arguments";
+    NAME_FIELD = "name";
+    VALUE_FIELD = "value";
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse::parse;
+
+    #[test]
+    fn fields_by_id_are_the_fields_by_name() {
+        let tree = parse("model.fit(x, epochs=3)\n", None);
+        let call = tree.root_node().child(0).and_then(|s| s.child(0)).unwrap();
+        let function = call.child_by_field_id(*FUNCTION_FIELD).unwrap();
+        assert_eq!(Some(function), call.child_by_field_name("function"));
+        assert_eq!(call.child_by_field_id(*ARGUMENTS_FIELD), call.child_by_field_name("arguments"));
+        assert_eq!(function.child_by_field_id(*OBJECT_FIELD), function.child_by_field_name("object"));
+        assert_eq!(function.child_by_field_id(*ATTRIBUTE_FIELD), function.child_by_field_name("attribute"));
+        let keyword = call.child_by_field_id(*ARGUMENTS_FIELD).unwrap().named_child(1).unwrap();
+        assert_eq!(keyword.child_by_field_id(*NAME_FIELD).map(|n| n.kind()), Some("identifier"));
+        assert_eq!(keyword.child_by_field_id(*VALUE_FIELD).map(|n| n.kind()), Some("integer"));
+    }
+
+    #[test]
+    fn membership_agrees_with_kind_names_on_every_node() {
+        let text = "import torch\nmatch = 1\nclass A:\n    def f(self):\n        for x in y: g(lambda: x)\nwhile z: s = 'cuda'\n";
+        let tree = parse(text, None);
+        let mut cursor = tree.walk();
+        let mut seen = 0;
+        loop {
+            let node = cursor.node();
+            for (set, names) in [
+                (&*LOOP, &["for_statement", "while_statement"][..]),
+                (&*FUNCTION_BOUNDARY, &["function_definition", "class_definition", "lambda"][..]),
+                (&*NAME_OR_STRING, &["string_content", "identifier"][..]),
+                (&*CALL, &["call"][..]),
+            ] {
+                assert_eq!(set.contains(node), node.is_named() && names.contains(&node.kind()), "{}", node.kind());
+            }
+            seen += 1;
+            if cursor.goto_first_child() {
+                continue;
+            }
+            while !cursor.goto_next_sibling() {
+                if !cursor.goto_parent() {
+                    assert!(seen > 40);
+                    return;
+                }
+            }
+        }
+    }
+}
