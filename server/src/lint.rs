@@ -97,13 +97,19 @@ pub fn compile_query(rule: &Rule) -> Result<Query, tree_sitter::QueryError> {
 
 /// The queries of a set of rules compiled into one, so that a single pass of a query cursor
 /// finds the candidates of them all (each pass walks the whole tree, and 22 of them cost more
-/// than parsing). Patterns keep their rule's order; `slot_of_pattern` maps each back to its
-/// rule's position in the set.
+/// than parsing). Patterns keep their rule's order; `rule_of_pattern` maps each back to its
+/// rule, as an index into [`RULES`].
 struct RuleQueries {
     query: Query,
-    slot_of_pattern: Vec<usize>,
+    rule_of_pattern: Vec<usize>,
     violation: u32,
 }
+
+/// How often a set of rules is linted with the query of every rule before it gets a query of
+/// its own. A cursor pays for every pattern at every node, wanted or not, so a set met again and
+/// again (an editor's open file, a common mix in a repository) is worth compiling; but compiling
+/// costs about as much as linting a few hundred lines, so sets met once or twice are not.
+const SPECIALISE_AFTER: usize = 3;
 
 impl RuleQueries {
     fn compile(rules: &[&'static Rule]) -> Self {
@@ -118,26 +124,39 @@ impl RuleQueries {
             let rule = rules[starts.partition_point(|&s| s <= e.offset) - 1];
             panic!("query of {} {} does not compile: {e}", rule.code, rule.name)
         });
-        let slot_of_pattern = (0..query.pattern_count())
-            .map(|pattern| starts.partition_point(|&s| s <= query.start_byte_for_pattern(pattern)) - 1)
+        let rule_of_pattern = (0..query.pattern_count())
+            .map(|pattern| {
+                let rule = rules[starts.partition_point(|&s| s <= query.start_byte_for_pattern(pattern)) - 1];
+                crate::rules::index_of(rule)
+            })
             .collect();
         let violation = query.capture_index_for_name("violation").expect("rule queries capture @violation");
-        Self { query, slot_of_pattern, violation }
+        Self { query, rule_of_pattern, violation }
     }
 
-    /// The combined query of `active`, compiled on first use. A query cursor pays for every
-    /// pattern at every node, whether or not its rule is wanted, so each set of rules the
-    /// prefilter lets through gets a query of its own; a run meets only a few dozen sets.
-    /// Compiled sets live as long as the process, as the one query of all rules did: their
-    /// number is bounded by the distinct sets of rules met.
+    /// The query to find the candidates of `active` with: its own once the set has been met
+    /// [`SPECIALISE_AFTER`] times, the query of every rule until then. Compiled queries live as
+    /// long as the process; their number is bounded by the distinct sets met often.
     fn of(active: &[&'static Rule]) -> &'static Self {
-        type Slot = Arc<OnceLock<&'static RuleQueries>>;
-        static COMPILED: LazyLock<Mutex<HashMap<Vec<usize>, Slot>>> = LazyLock::new(Mutex::default);
+        static EVERY_RULE: LazyLock<RuleQueries> = LazyLock::new(|| RuleQueries::compile(RULES));
+        type Slot = (usize, Arc<OnceLock<&'static RuleQueries>>);
+        static BY_SET: LazyLock<Mutex<HashMap<Vec<usize>, Slot>>> = LazyLock::new(Mutex::default);
         let key: Vec<usize> = active.iter().map(|rule| crate::rules::index_of(rule)).collect();
-        let slot = COMPILED.lock().unwrap_or_else(PoisonError::into_inner).entry(key).or_default().clone();
+        if key.len() == RULES.len() {
+            return &EVERY_RULE;
+        }
+        let once = {
+            let mut by_set = BY_SET.lock().unwrap_or_else(PoisonError::into_inner);
+            let (seen, once) = by_set.entry(key).or_default();
+            *seen += 1;
+            if *seen <= SPECIALISE_AFTER {
+                return &EVERY_RULE;
+            }
+            once.clone()
+        };
         // Compiled outside the map's lock, so threads wanting other sets go on; threads wanting
         // this one wait for it rather than compile it again.
-        slot.get_or_init(|| Box::leak(Box::new(Self::compile(active))))
+        once.get_or_init(|| Box::leak(Box::new(Self::compile(active))))
     }
 }
 
@@ -245,8 +264,10 @@ fn lint_rules(
         diagnostics.extend(syntax_errors(tree));
     }
     if !active.is_empty() {
-        let model = Model::new(text, tree, context);
-        let candidates = candidates_by_rule(text, tree, &active);
+        // Two independent walks over the whole tree; on a large file each takes milliseconds, and
+        // an editor waits for both.
+        let (model, candidates) =
+            rayon::join(|| Model::new(text, tree, context), || candidates_by_rule(text, tree, &active));
         for (rule, candidates) in active.into_iter().zip(candidates) {
             let mut checker = Checker {
                 model: &model,
@@ -284,13 +305,15 @@ fn lint_rules(
 /// regions the parser could not make sense of are dropped.
 fn candidates_by_rule<'a>(text: &'a str, tree: &'a Tree, active: &[&'static Rule]) -> Vec<Vec<Candidate<'a>>> {
     let queries = RuleQueries::of(active);
+    let slot_of_rule: Vec<Option<usize>> =
+        RULES.iter().map(|rule| active.iter().position(|a| std::ptr::eq(*a, *rule))).collect();
     let names = queries.query.capture_names();
     let mut by_rule: Vec<Vec<Candidate<'a>>> = active.iter().map(|_| Vec::new()).collect();
     let tree_has_errors = tree.root_node().has_error();
     let mut cursor = QueryCursor::new();
     let mut matches = cursor.matches(&queries.query, tree.root_node(), text.as_bytes());
     while let Some(m) = matches.next() {
-        let slot = queries.slot_of_pattern[m.pattern_index];
+        let Some(slot) = slot_of_rule[queries.rule_of_pattern[m.pattern_index]] else { continue };
         let Some(node) = m.captures().iter().find(|c| c.index == queries.violation).map(|c| c.node) else {
             continue;
         };

@@ -7,7 +7,7 @@ use crate::diagnostic::Severity;
 use crate::fix::{Edit, Fix};
 use crate::lint::Checker;
 use crate::prefilter;
-use crate::semantic::{LoopKind, Model, ast, is_eval_function_name};
+use crate::semantic::{Model, ast, is_eval_function_name};
 use crate::text::{TextRange, indentation_at, line_ending};
 
 pub const RULE: Rule = Rule {
@@ -120,7 +120,7 @@ fn could_have_an_eval_loop(text: &str) -> bool {
 fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
     let model = checker.model;
     let node = candidate.node;
-    if !is_eval_loop(model, node) || inside_eval_loop(model, node) {
+    if !model.is_eval_kind(node) || inside_eval_loop(model, node) {
         return;
     }
     let function = ast::enclosing_function(node);
@@ -166,10 +166,6 @@ fn runs_the_model(model: &Model<'_>, call: Node<'_>) -> bool {
     name != "generate" && !constructs && !NOT_RUNNING_PREFIXES.iter().any(|p| name.starts_with(p))
 }
 
-fn is_eval_loop(model: &Model<'_>, node: Node<'_>) -> bool {
-    model.loop_info(node).is_some_and(|l| l.kind == LoopKind::Eval)
-}
-
 /// Report the outermost eval loop only: its fix covers the inner ones.
 fn inside_eval_loop(model: &Model<'_>, node: Node<'_>) -> bool {
     let mut current = node.parent();
@@ -177,7 +173,7 @@ fn inside_eval_loop(model: &Model<'_>, node: Node<'_>) -> bool {
         if ast::is_function_boundary(n) {
             return false;
         }
-        if ast::is_loop(n) && is_eval_loop(model, n) {
+        if ast::is_loop(n) && model.is_eval_kind(n) {
             return true;
         }
         current = n.parent();

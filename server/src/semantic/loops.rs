@@ -45,6 +45,14 @@ impl<'a> Model<'a> {
         self.loop_index(node).map(|i| &self.loops()[i])
     }
 
+    /// Whether `node` is an eval loop. Only a loop that passes [`is_eval_loop`], which reads
+    /// the loop and its function alone, can be one; settling that first spares most files the
+    /// classification of every loop, which resolves calls into the project's other modules.
+    pub fn is_eval_kind(&self, node: Node<'_>) -> bool {
+        self.loop_index(node)
+            .is_some_and(|i| is_eval_loop(self, self.loop_nodes()[i]) && self.loops()[i].kind == LoopKind::Eval)
+    }
+
     pub fn step_loops(&self) -> impl Iterator<Item = &LoopInfo<'a>> {
         self.loops().iter().filter(|l| l.kind == LoopKind::Step)
     }
