@@ -488,3 +488,26 @@ fn fix_passes(
     }
     (FixOutcome { text: current, fixed, remaining: diagnostics, refused_unparsable }, still_fixing)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A set of rules is linted first with the query of every rule, then with its own: the
+    /// candidates, and so the findings, must not depend on which.
+    #[test]
+    fn a_set_of_rules_finds_the_same_with_its_own_query() {
+        let text = include_str!("../../tests/fixtures/CUL201.py");
+        let tree = parse(text, None);
+        let settings =
+            LintSettings { rules: RuleSet::from_selectors(&["CUL201", "CUL402"]), ..LintSettings::default() };
+        let runs: Vec<Vec<(String, TextRange)>> = (0..SPECIALISE_AFTER + 2)
+            .map(|_| {
+                lint(text, &tree, LintContext::default(), &settings).into_iter().map(|d| (d.code, d.range)).collect()
+            })
+            .collect();
+        assert!(runs[0].iter().any(|(code, _)| code == "CUL201"), "{:?}", runs[0]);
+        // The last runs used the set's own query: the set had been met often enough by then.
+        assert!(runs.iter().all(|run| *run == runs[0]), "{runs:?}");
+    }
+}
