@@ -108,7 +108,8 @@ struct RuleQueries {
 /// How often a set of rules is linted with the query of every rule before it gets a query of
 /// its own. A cursor pays for every pattern at every node, wanted or not, so a set met again and
 /// again (an editor's open file, a common mix in a repository) is worth compiling; but compiling
-/// costs about as much as linting a few hundred lines, so sets met once or twice are not.
+/// one costs about as much as linting a few thousand lines with it (eight rules: 205 M
+/// instructions, a 10,000-line lint 730 M), so sets met once or twice are not.
 const SPECIALISE_AFTER: usize = 3;
 
 impl RuleQueries {
