@@ -117,8 +117,17 @@ class Connection:
             self.process.kill()
 
 
+def server_argv(command):
+    """The server's command line, with a relative program path made absolute: the server runs
+    in a temporary project folder, not where the benchmark was started."""
+    argv = shlex.split(command)
+    if os.sep in argv[0] and not os.path.isabs(argv[0]):
+        argv[0] = os.path.abspath(argv[0])
+    return argv
+
+
 def start_server(command, root):
-    connection = Connection(shlex.split(command), root)
+    connection = Connection(server_argv(command), root)
     connection.request(
         "initialize",
         {"processId": os.getpid(), "rootUri": Path(root).as_uri(), "capabilities": CAPABILITIES},
