@@ -143,8 +143,7 @@ impl<'a> Model<'a> {
                     }
                 }
             } else if !self.mentions_cuda && grammar_ids::NAME_OR_STRING.contains(node) {
-                let lower = text(node, source).to_ascii_lowercase();
-                self.mentions_cuda = lower.contains("cuda") || lower.contains("nccl");
+                self.mentions_cuda = names_cuda(text(node, source));
             }
             let is_loop = ast::is_loop(node);
             if is_loop {
@@ -372,6 +371,12 @@ impl<'a> Model<'a> {
     }
 }
 
+/// Whether a name or string names CUDA or NCCL, in any case. Asked of every identifier of a file
+/// that names neither, on every keystroke, so it compares in place rather than lowercasing a copy.
+fn names_cuda(text: &str) -> bool {
+    text.as_bytes().windows(4).any(|w| w.eq_ignore_ascii_case(b"cuda") || w.eq_ignore_ascii_case(b"nccl"))
+}
+
 /// The index of `node` in `nodes`, which are in source order: a binary search by start byte, then
 /// the node itself among those that start there (a call and its callee call can share a start).
 fn position_in_source_order(nodes: &[Node<'_>], node: Node<'_>) -> Option<usize> {
@@ -443,5 +448,20 @@ impl<'a> Model<'a> {
         let mut targets: Vec<_> = self.assignments.iter().map(|(k, v)| (*k, v.as_slice())).collect();
         targets.sort_by_key(|(_, v)| v.first().map(|n| n.start_byte()));
         targets
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::names_cuda;
+
+    #[test]
+    fn cuda_and_nccl_are_named_in_any_case_and_short_texts_are_not() {
+        for named in ["cuda", "torch.cuda", "CUDA_VISIBLE_DEVICES", "use_Cuda", "nccl", "NCCL_DEBUG"] {
+            assert!(names_cuda(named), "{named}");
+        }
+        for not_named in ["", "cud", "gloo", "nc_cl", "model"] {
+            assert!(!names_cuda(not_named), "{not_named}");
+        }
     }
 }
