@@ -2,18 +2,17 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Arc, LazyLock, Mutex, OnceLock, PoisonError};
+use tree_sitter::{Node, Tree};
 
-use streaming_iterator::StreamingIterator;
-use tree_sitter::{Node, Query, QueryCursor, Tree};
-
+pub use crate::candidates::compile_query;
+use crate::candidates::{CandidateCache, candidates_by_rule};
 use crate::diagnostic::{Diagnostic, Related, Severity};
 use crate::fix::{Applicability, Fix, apply_fixes};
 use crate::hardware::HardwareFacts;
-use crate::parse::{error_count, parse, python};
+use crate::parse::{error_count, parse};
 use crate::prefilter::PresentTokens;
 use crate::project::ProjectIndex;
-use crate::rules::{Candidate, RULES, Rule};
+use crate::rules::{RULES, Rule};
 use crate::semantic::Model;
 use crate::suppression::{Suppressions, selector_matches};
 use crate::text::{LineIndex, TextRange};
@@ -87,78 +86,6 @@ impl Default for LintSettings {
 pub struct LintContext<'a> {
     pub path: Option<&'a Path>,
     pub project: Option<&'a ProjectIndex>,
-}
-
-/// Compile one rule's query on its own: the registry test checks each this way, so that an
-/// error names the rule.
-pub fn compile_query(rule: &Rule) -> Result<Query, tree_sitter::QueryError> {
-    Query::new(&python(), rule.query)
-}
-
-/// The queries of a set of rules compiled into one, so that a single pass of a query cursor
-/// finds the candidates of them all (each pass walks the whole tree, and 22 of them cost more
-/// than parsing). Patterns keep their rule's order; `rule_of_pattern` maps each back to its
-/// rule, as an index into [`RULES`].
-struct RuleQueries {
-    query: Query,
-    rule_of_pattern: Vec<usize>,
-    violation: u32,
-}
-
-/// How often a set of rules is linted with the query of every rule before it gets a query of
-/// its own. A cursor pays for every pattern at every node, wanted or not, so a set met again and
-/// again (an editor's open file, a common mix in a repository) is worth compiling; but compiling
-/// one costs about as much as linting a few thousand lines with it (eight rules: 205 M
-/// instructions, a 10,000-line lint 730 M), so sets met once or twice are not.
-const SPECIALISE_AFTER: usize = 3;
-
-impl RuleQueries {
-    fn compile(rules: &[&'static Rule]) -> Self {
-        let mut source = String::new();
-        let mut starts = Vec::with_capacity(rules.len());
-        for rule in rules {
-            starts.push(source.len());
-            source.push_str(rule.query);
-            source.push('\n');
-        }
-        let query = Query::new(&python(), &source).unwrap_or_else(|e| {
-            let rule = rules[starts.partition_point(|&s| s <= e.offset) - 1];
-            panic!("query of {} {} does not compile: {e}", rule.code, rule.name)
-        });
-        let rule_of_pattern = (0..query.pattern_count())
-            .map(|pattern| {
-                let rule = rules[starts.partition_point(|&s| s <= query.start_byte_for_pattern(pattern)) - 1];
-                crate::rules::index_of(rule)
-            })
-            .collect();
-        let violation = query.capture_index_for_name("violation").expect("rule queries capture @violation");
-        Self { query, rule_of_pattern, violation }
-    }
-
-    /// The query to find the candidates of `active` with: its own once the set has been met
-    /// [`SPECIALISE_AFTER`] times, the query of every rule until then. Compiled queries live as
-    /// long as the process; their number is bounded by the distinct sets met often.
-    fn of(active: &[&'static Rule]) -> &'static Self {
-        static EVERY_RULE: LazyLock<RuleQueries> = LazyLock::new(|| RuleQueries::compile(RULES));
-        type Slot = (usize, Arc<OnceLock<&'static RuleQueries>>);
-        static BY_SET: LazyLock<Mutex<HashMap<Vec<usize>, Slot>>> = LazyLock::new(Mutex::default);
-        let key: Vec<usize> = active.iter().map(|rule| crate::rules::index_of(rule)).collect();
-        if key.len() == RULES.len() {
-            return &EVERY_RULE;
-        }
-        let once = {
-            let mut by_set = BY_SET.lock().unwrap_or_else(PoisonError::into_inner);
-            let (seen, once) = by_set.entry(key).or_default();
-            *seen += 1;
-            if *seen <= SPECIALISE_AFTER {
-                return &EVERY_RULE;
-            }
-            once.clone()
-        };
-        // Compiled outside the map's lock, so threads wanting other sets go on; threads wanting
-        // this one wait for it rather than compile it again.
-        once.get_or_init(|| Box::leak(Box::new(Self::compile(active))))
-    }
 }
 
 /// The rules of `settings` that could fire on `text`, judged from its bytes alone (see
@@ -249,7 +176,20 @@ impl Diagnostic {
 
 /// Lint a parsed text. Diagnostics come back sorted by position, with suppressions applied.
 pub fn lint(text: &str, tree: &Tree, context: LintContext<'_>, settings: &LintSettings) -> Vec<Diagnostic> {
-    lint_rules(text, tree, context, settings, rules_that_could_fire(text, settings))
+    lint_rules(text, tree, context, settings, rules_that_could_fire(text, settings), None)
+}
+
+/// [`lint`] for a buffer that is linted again and again as it is edited: the top-level
+/// statements whose text `cache` has seen are not queried again (see [`crate::candidates`]).
+/// The diagnostics are the same as [`lint`]'s.
+pub fn lint_again(
+    text: &str,
+    tree: &Tree,
+    context: LintContext<'_>,
+    settings: &LintSettings,
+    cache: &CandidateCache,
+) -> Vec<Diagnostic> {
+    lint_rules(text, tree, context, settings, rules_that_could_fire(text, settings), Some(cache))
 }
 
 /// [`lint`] with the rules already chosen by [`rules_that_could_fire`].
@@ -259,6 +199,7 @@ fn lint_rules(
     context: LintContext<'_>,
     settings: &LintSettings,
     active: Vec<&'static Rule>,
+    cache: Option<&CandidateCache>,
 ) -> Vec<Diagnostic> {
     let mut diagnostics = Vec::new();
     if settings.show_syntax_errors {
@@ -268,7 +209,7 @@ fn lint_rules(
         // Two independent walks over the whole tree; on a large file each takes milliseconds, and
         // an editor waits for both.
         let (model, candidates) =
-            rayon::join(|| Model::new(text, tree, context), || candidates_by_rule(text, tree, &active));
+            rayon::join(|| Model::new(text, tree, context), || candidates_by_rule(text, tree, &active, cache));
         for (rule, candidates) in active.into_iter().zip(candidates) {
             let mut checker = Checker {
                 model: &model,
@@ -301,53 +242,13 @@ fn lint_rules(
     diagnostics
 }
 
-/// The candidates of each of `active` (in that order) from one pass of the combined query, each
-/// list in source order so that rules reporting "the first" finding can rely on it. Matches in
-/// regions the parser could not make sense of are dropped.
-fn candidates_by_rule<'a>(text: &'a str, tree: &'a Tree, active: &[&'static Rule]) -> Vec<Vec<Candidate<'a>>> {
-    let queries = RuleQueries::of(active);
-    let slot_of_rule: Vec<Option<usize>> =
-        RULES.iter().map(|rule| active.iter().position(|a| std::ptr::eq(*a, *rule))).collect();
-    let names = queries.query.capture_names();
-    let mut by_rule: Vec<Vec<Candidate<'a>>> = active.iter().map(|_| Vec::new()).collect();
-    let tree_has_errors = tree.root_node().has_error();
-    let mut cursor = QueryCursor::new();
-    let mut matches = cursor.matches(&queries.query, tree.root_node(), text.as_bytes());
-    while let Some(m) = matches.next() {
-        let Some(slot) = slot_of_rule[queries.rule_of_pattern[m.pattern_index]] else { continue };
-        let Some(node) = m.captures().iter().find(|c| c.index == queries.violation).map(|c| c.node) else {
-            continue;
-        };
-        if tree_has_errors && inside_error(node) {
-            continue;
-        }
-        let captures = m.captures().iter().map(|c| (names[c.index as usize], c.node)).collect();
-        by_rule[slot].push(Candidate { node, captures });
-    }
-    for candidates in &mut by_rule {
-        candidates.sort_by_key(|c| (c.node.start_byte(), std::cmp::Reverse(c.node.end_byte())));
-    }
-    by_rule
-}
-
 /// Lint raw text: skip cheaply when no rule can fire, parse otherwise.
 pub fn lint_text(text: &str, context: LintContext<'_>, settings: &LintSettings) -> Vec<Diagnostic> {
     let active = rules_that_could_fire(text, settings);
     if active.is_empty() && !settings.show_syntax_errors {
         return Vec::new();
     }
-    lint_rules(text, &parse(text, None), context, settings, active)
-}
-
-fn inside_error(node: Node<'_>) -> bool {
-    let mut current = Some(node);
-    while let Some(n) = current {
-        if n.is_error() {
-            return true;
-        }
-        current = n.parent();
-    }
-    false
+    lint_rules(text, &parse(text, None), context, settings, active, None)
 }
 
 /// Pseudo-diagnostics for the regions tree-sitter could not parse (`--show-syntax-errors`).
@@ -488,27 +389,4 @@ fn fix_passes(
         }
     }
     (FixOutcome { text: current, fixed, remaining: diagnostics, refused_unparsable }, still_fixing)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A set of rules is linted first with the query of every rule, then with its own: the
-    /// candidates, and so the findings, must not depend on which.
-    #[test]
-    fn a_set_of_rules_finds_the_same_with_its_own_query() {
-        let text = include_str!("../../tests/fixtures/CUL201.py");
-        let tree = parse(text, None);
-        let settings =
-            LintSettings { rules: RuleSet::from_selectors(&["CUL201", "CUL402"]), ..LintSettings::default() };
-        let runs: Vec<Vec<(String, TextRange)>> = (0..SPECIALISE_AFTER + 2)
-            .map(|_| {
-                lint(text, &tree, LintContext::default(), &settings).into_iter().map(|d| (d.code, d.range)).collect()
-            })
-            .collect();
-        assert!(runs[0].iter().any(|(code, _)| code == "CUL201"), "{:?}", runs[0]);
-        // The last runs used the set's own query: the set had been met often enough by then.
-        assert!(runs.iter().all(|run| *run == runs[0]), "{runs:?}");
-    }
 }

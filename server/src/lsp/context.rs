@@ -9,7 +9,7 @@ use tower_lsp_server::jsonrpc;
 use tower_lsp_server::ls_types::{MessageType, Uri};
 
 use crate::diagnostic::Diagnostic;
-use crate::lint::{LintContext, lint};
+use crate::lint::{LintContext, lint, lint_again};
 use crate::lsp::diagnostics::to_lsp;
 use crate::lsp::log;
 use crate::lsp::position::PositionMapper;
@@ -165,7 +165,10 @@ pub fn lint_snapshot(snapshot: &Snapshot) -> Vec<Diagnostic> {
         return Vec::new();
     }
     let context = LintContext { path: snapshot.path.as_deref(), project: Some(&snapshot.project) };
-    lint(&snapshot.text, &snapshot.tree(), context, &snapshot.settings)
+    match &snapshot.candidates {
+        Some(cache) => lint_again(&snapshot.text, &snapshot.tree(), context, &snapshot.settings, cache),
+        None => lint(&snapshot.text, &snapshot.tree(), context, &snapshot.settings),
+    }
 }
 
 pub fn unknown_document(uri: &Uri) -> jsonrpc::Error {

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tower_lsp_server::ls_types::Uri;
 use tree_sitter::Tree;
 
+use crate::candidates::CandidateCache;
 use crate::config::{Overrides, Resolver};
 use crate::diagnostic::Diagnostic;
 use crate::document::Document;
@@ -33,11 +34,14 @@ pub struct OpenDocument {
     /// a version number.
     pub revision: u64,
     pub linted: Option<LintResult>,
+    /// The query matches of the buffer's top-level statements, reused by the next lint for the
+    /// statements an edit did not touch. Kept, like the tree, only while the buffer is edited.
+    candidates: Arc<CandidateCache>,
 }
 
 impl OpenDocument {
     pub fn new(document: Document, path: Option<PathBuf>) -> Self {
-        Self { document, path, revision: 0, linted: None }
+        Self { document, path, revision: 0, linted: None, candidates: Arc::default() }
     }
 }
 
@@ -59,6 +63,8 @@ pub struct Snapshot {
     pub text: Arc<str>,
     /// The document's tree, unless the idle document gave it up; see [`Snapshot::tree`].
     pub parsed: Option<Tree>,
+    /// The buffer's query matches from its last lint, when it is being edited.
+    pub candidates: Option<Arc<CandidateCache>>,
     pub path: Option<PathBuf>,
     pub settings: Arc<LintSettings>,
     /// Summaries of the project's other modules, shared by the whole session.
@@ -224,6 +230,7 @@ impl Session {
             generation: self.generation,
             text,
             parsed: open.document.cached_tree().cloned(),
+            candidates: self.recently_edited.contains(uri).then(|| Arc::clone(&open.candidates)),
             path: open.path.clone(),
             settings: Arc::new(settings.lint),
             project: self.project.clone(),
@@ -272,6 +279,7 @@ impl Session {
         open.linted = Some(LintResult { revision: snapshot.revision, generation: snapshot.generation, diagnostics });
         if !self.recently_edited.contains(&snapshot.uri) {
             open.document.drop_tree();
+            open.candidates.clear();
         }
         true
     }

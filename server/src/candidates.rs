@@ -1,0 +1,456 @@
+//! Finding the candidates of the active rules: one pass of their queries, compiled into one.
+//!
+//! The CLI lints each file once and runs the pass over the whole tree. The language server lints
+//! the same buffer again on every keystroke, where a pass over a large file costs tens of
+//! milliseconds although the edit touched one top-level statement. It keeps a
+//! [`CandidateCache`] per buffer and runs the queries only on top-level statements whose text it
+//! has not seen; the matches of the others are carried over. That is exact because a match lies
+//! within one top-level statement and depends on nothing outside it: no rule's pattern is rooted
+//! at the module (a test checks every pattern), and predicates read only captured text.
+
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex, OnceLock, PoisonError};
+
+use streaming_iterator::StreamingIterator;
+use tree_sitter::{Node, Query, QueryCursor, QueryMatch, Tree};
+
+use crate::parse::python;
+use crate::rules::{Candidate, RULES, Rule, index_of};
+
+/// Compile one rule's query on its own: the registry test checks each this way, so that an
+/// error names the rule.
+pub fn compile_query(rule: &Rule) -> Result<Query, tree_sitter::QueryError> {
+    Query::new(&python(), rule.query)
+}
+
+/// The queries of a set of rules compiled into one, so that a single pass of a query cursor
+/// finds the candidates of them all (each pass walks the whole tree, and 22 of them cost more
+/// than parsing). Patterns keep their rule's order; `rule_of_pattern` maps each back to its
+/// rule, as an index into [`RULES`].
+struct RuleQueries {
+    query: Query,
+    rule_of_pattern: Vec<usize>,
+    violation: u32,
+}
+
+/// How often a set of rules is linted with the query of every rule before it gets a query of
+/// its own. A cursor pays for every pattern at every node, wanted or not, so a set met again and
+/// again (an editor's open file, a common mix in a repository) is worth compiling; but compiling
+/// one costs about as much as linting a few thousand lines with it (eight rules: 205 M
+/// instructions, a 10,000-line lint 730 M), so sets met once or twice are not.
+const SPECIALISE_AFTER: usize = 3;
+
+impl RuleQueries {
+    fn compile(rules: &[&'static Rule]) -> Self {
+        let mut source = String::new();
+        let mut starts = Vec::with_capacity(rules.len());
+        for rule in rules {
+            starts.push(source.len());
+            source.push_str(rule.query);
+            source.push('\n');
+        }
+        let query = Query::new(&python(), &source).unwrap_or_else(|e| {
+            let rule = rules[starts.partition_point(|&s| s <= e.offset) - 1];
+            panic!("query of {} {} does not compile: {e}", rule.code, rule.name)
+        });
+        let rule_of_pattern = (0..query.pattern_count())
+            .map(|pattern| {
+                let rule = rules[starts.partition_point(|&s| s <= query.start_byte_for_pattern(pattern)) - 1];
+                index_of(rule)
+            })
+            .collect();
+        let violation = query.capture_index_for_name("violation").expect("rule queries capture @violation");
+        Self { query, rule_of_pattern, violation }
+    }
+
+    /// The query to find the candidates of `active` with: its own once the set has been met
+    /// [`SPECIALISE_AFTER`] times, the query of every rule until then. Compiled queries live as
+    /// long as the process; their number is bounded by the distinct sets met often.
+    fn of(active: &[&'static Rule]) -> &'static Self {
+        static EVERY_RULE: LazyLock<RuleQueries> = LazyLock::new(|| RuleQueries::compile(RULES));
+        type Slot = (usize, Arc<OnceLock<&'static RuleQueries>>);
+        static BY_SET: LazyLock<Mutex<HashMap<Vec<usize>, Slot>>> = LazyLock::new(Mutex::default);
+        let key: Vec<usize> = active.iter().map(|rule| index_of(rule)).collect();
+        if key.len() == RULES.len() {
+            return &EVERY_RULE;
+        }
+        let once = {
+            let mut by_set = BY_SET.lock().unwrap_or_else(PoisonError::into_inner);
+            let (seen, once) = by_set.entry(key).or_default();
+            *seen += 1;
+            if *seen <= SPECIALISE_AFTER {
+                return &EVERY_RULE;
+            }
+            once.clone()
+        };
+        // Compiled outside the map's lock, so threads wanting other sets go on; threads wanting
+        // this one wait for it rather than compile it again.
+        once.get_or_init(|| Box::leak(Box::new(Self::compile(active))))
+    }
+
+    /// The candidate a match stands for, as the rule's index into [`RULES`] and the candidate;
+    /// `None` for a match without its `@violation` capture.
+    fn candidate<'a>(&'static self, m: &QueryMatch<'_, 'a>) -> Option<(usize, Candidate<'a>)> {
+        let node = m.captures().iter().find(|c| c.index == self.violation)?.node;
+        let names = self.query.capture_names();
+        let captures = m.captures().iter().map(|c| (names[c.index as usize], c.node)).collect();
+        Some((self.rule_of_pattern[m.pattern_index], Candidate { node, captures }))
+    }
+}
+
+/// The matches found in the top-level statements of a buffer's last lint, keyed by each
+/// statement's text, for the next lint of the same buffer to reuse. Any version of the buffer
+/// may use any cache: a statement is reused only when its text is the same, and its matches are
+/// located again by their path from the statement.
+#[derive(Default)]
+pub struct CandidateCache {
+    inner: Mutex<CachedStatements>,
+}
+
+#[derive(Default)]
+struct CachedStatements {
+    /// The rules the matches are for, as indices into [`RULES`].
+    rules: Vec<usize>,
+    /// `None` for a statement that is always queried again: one of its matches has a node that
+    /// cannot be given a path (a zero-width node).
+    statements: HashMap<Box<str>, Option<Arc<[CachedCandidate]>>>,
+}
+
+/// A candidate inside a top-level statement, with each captured node as the child indices that
+/// lead to it from the statement, and its kind to check that they still do.
+struct CachedCandidate {
+    rule: usize,
+    /// Which of `captures` is the `@violation`.
+    violation: usize,
+    captures: Vec<(&'static str, Vec<u32>, u16)>,
+}
+
+impl CandidateCache {
+    /// Forget every statement (a buffer that went idle gives its memory back).
+    pub fn clear(&self) {
+        *self.inner.lock().unwrap_or_else(PoisonError::into_inner) = CachedStatements::default();
+    }
+}
+
+/// The candidates of each of `active` (in that order), each list in source order so that rules
+/// reporting "the first" finding can rely on it. Matches in regions the parser could not make
+/// sense of are dropped. With a cache, statements seen before are not queried again; a tree with
+/// syntax errors, or a cache in use by another lint of the same buffer, gets the whole-tree pass.
+pub fn candidates_by_rule<'a>(
+    text: &'a str,
+    tree: &'a Tree,
+    active: &[&'static Rule],
+    cache: Option<&CandidateCache>,
+) -> Vec<Vec<Candidate<'a>>> {
+    let queries = RuleQueries::of(active);
+    let slot_of_rule: Vec<Option<usize>> =
+        RULES.iter().map(|rule| active.iter().position(|a| std::ptr::eq(*a, *rule))).collect();
+    let mut by_rule: Vec<Vec<Candidate<'a>>> = active.iter().map(|_| Vec::new()).collect();
+    let mut add = |rule: usize, candidate: Candidate<'a>| {
+        if let Some(slot) = slot_of_rule[rule] {
+            by_rule[slot].push(candidate);
+        }
+    };
+    let root = tree.root_node();
+    let cached = cache.filter(|_| !root.has_error()).and_then(|cache| cache.inner.try_lock().ok());
+    match cached {
+        Some(mut cached) => {
+            let rules: Vec<usize> = active.iter().map(|rule| index_of(rule)).collect();
+            if cached.rules != rules {
+                *cached = CachedStatements { rules, statements: HashMap::new() };
+            }
+            let mut seen = HashMap::with_capacity(cached.statements.len());
+            let mut statements = root.walk();
+            for statement in root.children(&mut statements) {
+                let source = &text[statement.byte_range()];
+                let known = cached.statements.get(source).or_else(|| seen.get(source)).cloned().flatten();
+                let (found, known) = match known.as_ref().and_then(|known| locate(statement, known)) {
+                    Some(found) => (found, known),
+                    None => query_statement(queries, statement, text),
+                };
+                found.into_iter().for_each(|(rule, candidate)| add(rule, candidate));
+                seen.insert(source.into(), known);
+            }
+            cached.statements = seen;
+        }
+        None => {
+            let tree_has_errors = root.has_error();
+            let mut cursor = QueryCursor::new();
+            let mut matches = cursor.matches(&queries.query, root, text.as_bytes());
+            while let Some(m) = matches.next() {
+                if slot_of_rule[queries.rule_of_pattern[m.pattern_index]].is_none() {
+                    continue;
+                }
+                let Some((rule, candidate)) = queries.candidate(m) else { continue };
+                if tree_has_errors && inside_error(candidate.node) {
+                    continue;
+                }
+                add(rule, candidate);
+            }
+        }
+    }
+    for candidates in &mut by_rule {
+        candidates.sort_by_key(|c| (c.node.start_byte(), std::cmp::Reverse(c.node.end_byte())));
+    }
+    by_rule
+}
+
+type Found<'a> = Vec<(usize, Candidate<'a>)>;
+
+/// Run the queries on one top-level statement: its candidates, and the same for the cache.
+fn query_statement<'a>(
+    queries: &'static RuleQueries,
+    statement: Node<'a>,
+    text: &'a str,
+) -> (Found<'a>, Option<Arc<[CachedCandidate]>>) {
+    let mut found = Vec::new();
+    let mut cursor = QueryCursor::new();
+    let mut matches = cursor.matches(&queries.query, statement, text.as_bytes());
+    while let Some(m) = matches.next() {
+        found.extend(queries.candidate(m));
+    }
+    let cached: Option<Vec<CachedCandidate>> = found
+        .iter()
+        .map(|(rule, candidate)| {
+            let violation = candidate.captures.iter().position(|(_, node)| *node == candidate.node)?;
+            let captures = candidate
+                .captures
+                .iter()
+                .map(|(name, node)| {
+                    let name: &'static str = queries.query.capture_names().iter().find(|known| *known == name)?;
+                    Some((name, path_to(statement, *node)?, node.kind_id()))
+                })
+                .collect::<Option<_>>()?;
+            Some(CachedCandidate { rule: *rule, violation, captures })
+        })
+        .collect();
+    (found, cached.map(Arc::from))
+}
+
+/// The cached candidates of a statement, located in its new tree; `None` when any path no
+/// longer leads to a node of the recorded kind, and the statement must be queried again.
+fn locate<'a>(statement: Node<'a>, known: &[CachedCandidate]) -> Option<Found<'a>> {
+    known
+        .iter()
+        .map(|cached| {
+            let captures: Vec<(&'a str, Node<'a>)> = cached
+                .captures
+                .iter()
+                .map(|(name, path, kind)| {
+                    let node = path.iter().try_fold(statement, |node, &i| node.child(i))?;
+                    (node.kind_id() == *kind).then_some((*name, node))
+                })
+                .collect::<Option<_>>()?;
+            let node = captures.get(cached.violation)?.1;
+            Some((cached.rule, Candidate { node, captures }))
+        })
+        .collect()
+}
+
+/// The child indices that lead from `ancestor` down to `target`. Children do not overlap, so
+/// the one holding `target`'s bytes is the way down; a zero-width target has no such child and
+/// gets `None`.
+fn path_to(ancestor: Node<'_>, target: Node<'_>) -> Option<Vec<u32>> {
+    let mut path = Vec::new();
+    let mut node = ancestor;
+    let mut cursor = ancestor.walk();
+    while node != target {
+        if target.start_byte() == target.end_byte() {
+            return None;
+        }
+        let (index, child) = node
+            .children(&mut cursor)
+            .enumerate()
+            .find(|(_, child)| child.start_byte() <= target.start_byte() && target.end_byte() <= child.end_byte())?;
+        path.push(u32::try_from(index).ok()?);
+        node = child;
+    }
+    Some(path)
+}
+
+fn inside_error(node: Node<'_>) -> bool {
+    let mut current = Some(node);
+    while let Some(n) = current {
+        if n.is_error() {
+            return true;
+        }
+        current = n.parent();
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    use super::*;
+    use crate::document::Document;
+    use crate::lint::{LintContext, LintSettings, RuleSet, lint, lint_again};
+    use crate::parse::parse;
+    use crate::text::TextRange;
+
+    /// A set of rules is linted first with the query of every rule, then with its own: the
+    /// candidates, and so the findings, must not depend on which.
+    #[test]
+    fn a_set_of_rules_finds_the_same_with_its_own_query() {
+        let text = include_str!("../../tests/fixtures/CUL201.py");
+        let tree = parse(text, None);
+        let settings =
+            LintSettings { rules: RuleSet::from_selectors(&["CUL201", "CUL402"]), ..LintSettings::default() };
+        let runs: Vec<Vec<(String, TextRange)>> = (0..SPECIALISE_AFTER + 2)
+            .map(|_| {
+                lint(text, &tree, LintContext::default(), &settings).into_iter().map(|d| (d.code, d.range)).collect()
+            })
+            .collect();
+        assert!(runs[0].iter().any(|(code, _)| code == "CUL201"), "{:?}", runs[0]);
+        // The last runs used the set's own query: the set had been met often enough by then.
+        assert!(runs.iter().all(|run| *run == runs[0]), "{runs:?}");
+    }
+
+    /// The reuse of a statement's matches is exact only if no match can reach outside its
+    /// top-level statement: no pattern may be rooted at the module, or at a wildcard that
+    /// could stand for it.
+    #[test]
+    fn no_pattern_is_rooted_at_the_module() {
+        let query = compile_all();
+        let source: String = RULES.iter().map(|rule| format!("{}\n", rule.query)).collect();
+        for pattern in 0..query.pattern_count() {
+            let start = query.start_byte_for_pattern(pattern);
+            for root in root_kinds(&source[start..]) {
+                assert!(root != "module" && root != "_", "pattern at byte {start} is rooted at `{root}`");
+            }
+        }
+    }
+
+    fn compile_all() -> Query {
+        RuleQueries::compile(RULES).query
+    }
+
+    /// The node kinds a pattern's root can be: its first node, or each alternative's.
+    fn root_kinds(pattern: &str) -> Vec<&str> {
+        let word = |s: &str| -> usize { s.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(s.len()) };
+        let pattern = pattern.trim_start();
+        if let Some(alternatives) = pattern.strip_prefix('[') {
+            let mut kinds = Vec::new();
+            let mut depth = 0;
+            for (i, c) in alternatives.char_indices() {
+                match c {
+                    '(' if depth == 0 => {
+                        let rest = &alternatives[i + 1..];
+                        kinds.push(&rest[..word(rest)]);
+                        depth += 1;
+                    }
+                    '(' | '[' => depth += 1,
+                    ')' | ']' if depth == 0 => break,
+                    ')' | ']' => depth -= 1,
+                    _ => {}
+                }
+            }
+            return kinds;
+        }
+        let rest = pattern.strip_prefix('(').unwrap_or(pattern);
+        vec![&rest[..word(rest)]]
+    }
+
+    /// A candidate as plain data: rule slot, kind and range of each capture, in order.
+    type Plain = Vec<Vec<Vec<(String, u16, std::ops::Range<usize>)>>>;
+
+    fn plain(candidates: &[Vec<Candidate<'_>>]) -> Plain {
+        candidates
+            .iter()
+            .map(|list| {
+                list.iter()
+                    .map(|c| {
+                        let mut captures: Vec<_> = c
+                            .captures
+                            .iter()
+                            .map(|(name, node)| ((*name).to_owned(), node.kind_id(), node.byte_range()))
+                            .collect();
+                        captures.insert(0, ("@".to_owned(), c.node.kind_id(), c.node.byte_range()));
+                        captures
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    fn python_files() -> Vec<PathBuf> {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut files = Vec::new();
+        let mut dirs = vec![root.join("tests/fixtures"), root.join("examples")];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).expect("fixture folder") {
+                let path = entry.expect("fixture entry").path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|e| e == "py") {
+                    files.push(path);
+                }
+            }
+        }
+        files.sort();
+        assert!(files.len() > 40, "{files:?}");
+        files
+    }
+
+    /// Every fixture and example, queried whole and then statement by statement, cold and warm:
+    /// the same candidates in the same order.
+    #[test]
+    fn statements_queried_apart_or_reused_find_what_the_whole_tree_finds() {
+        let every_rule: Vec<&'static Rule> = RULES.to_vec();
+        for path in python_files() {
+            let Ok(text) = std::fs::read_to_string(&path) else { continue };
+            let tree = parse(&text, None);
+            let whole = plain(&candidates_by_rule(&text, &tree, &every_rule, None));
+            let cache = CandidateCache::default();
+            for pass in ["cold", "warm"] {
+                let apart = plain(&candidates_by_rule(&text, &tree, &every_rule, Some(&cache)));
+                assert_eq!(apart, whole, "{} ({pass} cache)", path.display());
+            }
+        }
+    }
+
+    /// Typing through a script, with the tree edited and reparsed as the language server does:
+    /// after every keystroke the cached lint reports exactly what a fresh lint does, syntax
+    /// errors along the way included.
+    #[test]
+    fn a_cached_lint_follows_every_keystroke_exactly() {
+        let settings = LintSettings::default();
+        for name in ["train_resnet.py", "finetune_llm_ddp.py", "gan_legacy_amp.py"] {
+            let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples").join(name))
+                .expect("example");
+            let mut document = Document::new(&text, 1);
+            let cache = CandidateCache::default();
+            let lines: Vec<usize> = text.match_indices('\n').map(|(i, _)| i).collect();
+            // Type at the end of every seventh line, then delete it again: code that joins the
+            // statement, code that breaks it, a new statement, a comment.
+            for (n, &at) in lines.iter().enumerate().step_by(7) {
+                let typed = [" * 2", "(", "\nimport torch", "  # culint: ignore[CUL201]"][n % 4];
+                let mut offset = at;
+                for c in typed.chars() {
+                    document.edit(TextRange::empty(offset), &c.to_string());
+                    offset += c.len_utf8();
+                    assert_same(&mut document, &cache, &settings, name);
+                }
+                while offset > at {
+                    let previous = document.text()[..offset].chars().next_back().expect("typed text").len_utf8();
+                    document.edit(TextRange::new(offset - previous, offset), "");
+                    offset -= previous;
+                    assert_same(&mut document, &cache, &settings, name);
+                }
+            }
+            assert_eq!(document.text(), text);
+        }
+    }
+
+    fn assert_same(document: &mut Document, cache: &CandidateCache, settings: &LintSettings, name: &str) {
+        let text = document.text().to_owned();
+        let tree = document.tree().clone();
+        let summary = |d: Vec<crate::diagnostic::Diagnostic>| -> Vec<String> {
+            d.into_iter().map(|d| format!("{} {:?} {} {:?}", d.code, d.range, d.message, d.fix)).collect()
+        };
+        let fresh = summary(lint(&text, &tree, LintContext::default(), settings));
+        let cached = summary(lint_again(&text, &tree, LintContext::default(), settings, cache));
+        assert_eq!(cached, fresh, "{name} after typing:\n{text}");
+    }
+}
