@@ -4,10 +4,11 @@
 // Each includer uses only some of the checks.
 #![allow(dead_code)]
 
+use culint::candidates::CandidateCache;
 use culint::document::Document;
 use culint::fix::Applicability;
 use culint::hardware::HardwareFacts;
-use culint::lint::{LintContext, LintSettings, fix_text, lint_text};
+use culint::lint::{LintContext, LintSettings, fix_text, lint, lint_again, lint_text};
 use culint::parse::{error_count, parse};
 use culint::text::{TextRange, floor_char_boundary};
 
@@ -66,14 +67,33 @@ const FRAGMENTS: &[&str] = &[
     ":",
 ];
 
+/// The language server's lint of an edited buffer, which reuses the query matches of unchanged
+/// top-level statements, must report exactly what a fresh lint reports.
+fn check_cached_lint(document: &mut Document, cache: &CandidateCache) {
+    let hardware = HardwareFacts { gpus: Some(2), memory_bytes: Some(24 << 30), compute_capability: Some((7, 5)) };
+    let settings = LintSettings { hardware: Some(hardware), ..LintSettings::default() };
+    let tree = document.tree().clone();
+    let text = document.text();
+    let plain = |diagnostics: Vec<culint::diagnostic::Diagnostic>| -> Vec<String> {
+        diagnostics.iter().map(|d| format!("{} {:?} {} {:?}", d.code, d.range, d.message, d.fix)).collect()
+    };
+    assert_eq!(
+        plain(lint_again(text, &tree, LintContext::default(), &settings, cache)),
+        plain(lint(text, &tree, LintContext::default(), &settings)),
+        "the cached lint differs from a fresh one on:\n{text}"
+    );
+}
+
 /// Read `data` as an initial text (its first 64 bytes, lossily) and a list of 4-byte edits, apply
-/// them to a `Document` and to a plain `String`: the texts must stay equal byte for byte, and the
-/// incrementally reparsed tree must equal a fresh parse of the final text.
+/// them to a `Document` and to a plain `String`: the texts must stay equal byte for byte, the
+/// cached lint after each edit must equal a fresh lint, and the incrementally reparsed tree must
+/// equal a fresh parse of the final text.
 pub fn check_document_edits(data: &[u8]) {
     let (seed, ops) = data.split_at(data.len().min(64));
     let initial = String::from_utf8_lossy(seed).into_owned();
     let mut document = Document::new(&initial, 0);
     let mut expected = initial;
+    let cache = CandidateCache::default();
     for op in ops.chunks_exact(4) {
         let len = expected.len();
         let start = floor_char_boundary(&expected, usize::from(u16::from_le_bytes([op[0], op[1]])) % (len + 1));
@@ -81,6 +101,7 @@ pub fn check_document_edits(data: &[u8]) {
         let insert = FRAGMENTS[usize::from(op[3]) % FRAGMENTS.len()];
         document.edit(TextRange::new(start, end), insert);
         expected.replace_range(start..end, insert);
+        check_cached_lint(&mut document, &cache);
     }
     assert_eq!(document.text(), expected);
     assert_eq!(document.tree().root_node().to_sexp(), parse(&expected, None).root_node().to_sexp());
