@@ -53,6 +53,9 @@ pub struct Resolver {
     forced: Option<Arc<Resolved>>,
     /// Directory → the configuration that applies there.
     by_directory: Mutex<HashMap<PathBuf, Lookup>>,
+    /// Directory as given → its absolute form: resolving every component of every file's path
+    /// costs a system call per component, and a walk meets each directory many times.
+    absolute_directories: Mutex<HashMap<PathBuf, PathBuf>>,
     /// For directories with no configuration anywhere above them.
     unconfigured: Arc<Resolved>,
 }
@@ -65,7 +68,13 @@ impl Resolver {
             None => None,
         };
         let unconfigured = Arc::new(resolve(None, &overrides));
-        Ok(Self { overrides, forced, by_directory: Mutex::new(HashMap::new()), unconfigured })
+        Ok(Self {
+            overrides,
+            forced,
+            by_directory: Mutex::default(),
+            absolute_directories: Mutex::default(),
+            unconfigured,
+        })
     }
 
     pub fn overrides(&self) -> &Overrides {
@@ -80,7 +89,7 @@ impl Resolver {
     /// The settings for the file at `path` (which need not exist, for stdin and unsaved
     /// buffers): its directory's configuration with the per-file ignores that match it.
     pub fn settings_for(&self, path: &Path) -> Result<ResolvedSettings, ConfigError> {
-        let path = absolute(path);
+        let path = self.absolute(path);
         let resolved = self.lookup(path.parent().unwrap_or(&path))?;
         let mut settings = resolved.base.clone();
         if let Some(config) = &resolved.config {
@@ -96,7 +105,7 @@ impl Resolver {
     /// Whether `path` (a file or a directory) matches the `exclude` of the configuration of the
     /// directory that holds it.
     pub fn is_excluded(&self, path: &Path) -> Result<bool, ConfigError> {
-        let path = absolute(path);
+        let path = self.absolute(path);
         let Some(parent) = path.parent() else { return Ok(false) };
         Ok(self
             .lookup(parent)?
@@ -109,7 +118,7 @@ impl Resolver {
         if let Some(forced) = &self.forced {
             return Ok(forced.clone());
         }
-        let dir = absolute(dir);
+        let dir = self.absolute_directory(dir);
         let mut cache = self.by_directory.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         // Walk up until a cached answer or a configuration file, then record the answer for
         // every directory passed on the way.
@@ -133,6 +142,25 @@ impl Resolver {
             cache.insert(dir, answer.clone());
         }
         answer
+    }
+}
+
+impl Resolver {
+    /// [`absolute`], with the directory part looked up once per directory. A symbolic link
+    /// resolves to its target, as [`absolute`] resolves it, which needs only one system call.
+    fn absolute(&self, path: &Path) -> PathBuf {
+        let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else { return absolute(path) };
+        let is_link = path.symlink_metadata().map_or(true, |meta| meta.file_type().is_symlink());
+        if is_link {
+            return absolute(path);
+        }
+        let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+        self.absolute_directory(dir).join(name)
+    }
+
+    fn absolute_directory(&self, dir: &Path) -> PathBuf {
+        let mut known = self.absolute_directories.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        known.entry(dir.to_path_buf()).or_insert_with(|| absolute(dir)).clone()
     }
 }
 

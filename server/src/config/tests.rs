@@ -176,3 +176,24 @@ fn oversized_configuration_files_are_refused_unread() {
     let error = load(&path).unwrap_err().to_string();
     assert!(error.contains("too large for a configuration file"), "{error}");
 }
+
+/// Paths reach the resolver through symbolic links, `..` and relative forms; each must meet the
+/// per-file ignores of the configuration it really lives under.
+#[test]
+fn per_file_ignores_match_however_the_path_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let code = some_rule().code;
+    let project = dir.path().join("project");
+    write(&project.join("culint.toml"), &format!("[per-file-ignores]\n\"scripts/*.py\" = [\"{code}\"]\n"));
+    write(&project.join("scripts/train.py"), "import torch\n");
+    write(&dir.path().join("other/culint.toml"), "select = [\"ALL\"]\n");
+    std::os::unix::fs::symlink(project.join("scripts"), dir.path().join("linked_dir")).unwrap();
+    std::os::unix::fs::symlink(project.join("scripts/train.py"), dir.path().join("other/linked.py")).unwrap();
+    let resolver = Resolver::new(Overrides::default()).unwrap();
+    let ignored = |path: &Path| !resolver.settings_for(path).unwrap().lint.rules.contains(some_rule());
+    assert!(ignored(&project.join("scripts/train.py")));
+    assert!(ignored(&project.join("scripts/../scripts/train.py")));
+    assert!(ignored(&dir.path().join("linked_dir/train.py")), "a path through a linked folder");
+    assert!(ignored(&dir.path().join("other/linked.py")), "a linked file takes its target's configuration");
+    assert!(!ignored(&project.join("train.py")), "a file the pattern does not match");
+}
