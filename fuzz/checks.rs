@@ -4,11 +4,10 @@
 // Each includer uses only some of the checks.
 #![allow(dead_code)]
 
-use culint::candidates::CandidateCache;
 use culint::document::Document;
 use culint::fix::Applicability;
 use culint::hardware::HardwareFacts;
-use culint::lint::{LintContext, LintSettings, fix_text, lint, lint_again, lint_text};
+use culint::lint::{LintContext, LintSettings, StatementCache, fix_text, lint, lint_again, lint_text};
 use culint::parse::{error_count, parse};
 use culint::text::{TextRange, floor_char_boundary};
 
@@ -67,9 +66,9 @@ const FRAGMENTS: &[&str] = &[
     ":",
 ];
 
-/// The language server's lint of an edited buffer, which reuses the query matches of unchanged
-/// top-level statements, must report exactly what a fresh lint reports.
-fn check_cached_lint(document: &mut Document, cache: &CandidateCache) {
+/// The language server's lint of an edited buffer, which reuses what the last lint found in
+/// unchanged top-level statements, must report exactly what a fresh lint reports.
+fn check_cached_lint(document: &mut Document, cache: &StatementCache) {
     let hardware = HardwareFacts { gpus: Some(2), memory_bytes: Some(24 << 30), compute_capability: Some((7, 5)) };
     let settings = LintSettings { hardware: Some(hardware), ..LintSettings::default() };
     let tree = document.tree().clone();
@@ -93,7 +92,7 @@ pub fn check_document_edits(data: &[u8]) {
     let initial = String::from_utf8_lossy(seed).into_owned();
     let mut document = Document::new(&initial, 0);
     let mut expected = initial;
-    let cache = CandidateCache::default();
+    let cache = StatementCache::default();
     for op in ops.chunks_exact(4) {
         let len = expected.len();
         let start = floor_char_boundary(&expected, usize::from(u16::from_le_bytes([op[0], op[1]])) % (len + 1));

@@ -289,11 +289,8 @@ fn inside_error(node: Node<'_>) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use std::path::{Path, PathBuf};
-
     use super::*;
-    use crate::document::Document;
-    use crate::lint::{LintContext, LintSettings, RuleSet, lint, lint_again};
+    use crate::lint::{LintContext, LintSettings, RuleSet, lint};
     use crate::parse::parse;
     use crate::text::TextRange;
 
@@ -382,31 +379,12 @@ mod tests {
             .collect()
     }
 
-    fn python_files() -> Vec<PathBuf> {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let mut files = Vec::new();
-        let mut dirs = vec![root.join("tests/fixtures"), root.join("examples")];
-        while let Some(dir) = dirs.pop() {
-            for entry in std::fs::read_dir(&dir).expect("fixture folder") {
-                let path = entry.expect("fixture entry").path();
-                if path.is_dir() {
-                    dirs.push(path);
-                } else if path.extension().is_some_and(|e| e == "py") {
-                    files.push(path);
-                }
-            }
-        }
-        files.sort();
-        assert!(files.len() > 40, "{files:?}");
-        files
-    }
-
     /// Every fixture and example, queried whole and then statement by statement, cold and warm:
     /// the same candidates in the same order.
     #[test]
     fn statements_queried_apart_or_reused_find_what_the_whole_tree_finds() {
         let every_rule: Vec<&'static Rule> = RULES.to_vec();
-        for path in python_files() {
+        for path in crate::test_support::python_files() {
             let Ok(text) = std::fs::read_to_string(&path) else { continue };
             let tree = parse(&text, None);
             let whole = plain(&candidates_by_rule(&text, &tree, &every_rule, None));
@@ -432,49 +410,5 @@ mod tests {
         }
         let reused = candidates_by_rule(text, &tree, &every_rule, Some(&cache));
         assert!(reused.iter().all(Vec::is_empty), "statements were queried again");
-    }
-
-    /// Typing through a script, with the tree edited and reparsed as the language server does:
-    /// after every keystroke the cached lint reports exactly what a fresh lint does, syntax
-    /// errors along the way included.
-    #[test]
-    fn a_cached_lint_follows_every_keystroke_exactly() {
-        let settings = LintSettings::default();
-        for name in ["train_resnet.py", "finetune_llm_ddp.py", "gan_legacy_amp.py"] {
-            let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples").join(name))
-                .expect("example");
-            let mut document = Document::new(&text, 1);
-            let cache = CandidateCache::default();
-            let lines: Vec<usize> = text.match_indices('\n').map(|(i, _)| i).collect();
-            // Type at the end of every seventh line, then delete it again: code that joins the
-            // statement, code that breaks it, a new statement, a comment.
-            for (n, &at) in lines.iter().enumerate().step_by(7) {
-                let typed = [" * 2", "(", "\nimport torch", "  # culint: ignore[CUL201]"][n % 4];
-                let mut offset = at;
-                for c in typed.chars() {
-                    document.edit(TextRange::empty(offset), &c.to_string());
-                    offset += c.len_utf8();
-                    assert_same(&mut document, &cache, &settings, name);
-                }
-                while offset > at {
-                    let previous = document.text()[..offset].chars().next_back().expect("typed text").len_utf8();
-                    document.edit(TextRange::new(offset - previous, offset), "");
-                    offset -= previous;
-                    assert_same(&mut document, &cache, &settings, name);
-                }
-            }
-            assert_eq!(document.text(), text);
-        }
-    }
-
-    fn assert_same(document: &mut Document, cache: &CandidateCache, settings: &LintSettings, name: &str) {
-        let text = document.text().to_owned();
-        let tree = document.tree().clone();
-        let summary = |d: Vec<crate::diagnostic::Diagnostic>| -> Vec<String> {
-            d.into_iter().map(|d| format!("{} {:?} {} {:?}", d.code, d.range, d.message, d.fix)).collect()
-        };
-        let fresh = summary(lint(&text, &tree, LintContext::default(), settings));
-        let cached = summary(lint_again(&text, &tree, LintContext::default(), settings, cache));
-        assert_eq!(cached, fresh, "{name} after typing:\n{text}");
     }
 }

@@ -21,4 +21,6 @@ pub mod project;
 pub mod rules;
 pub mod semantic;
 pub mod suppression;
+#[cfg(test)]
+mod test_support;
 pub mod text;

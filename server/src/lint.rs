@@ -13,7 +13,7 @@ use crate::parse::{error_count, parse};
 use crate::prefilter::PresentTokens;
 use crate::project::ProjectIndex;
 use crate::rules::{RULES, Rule};
-use crate::semantic::Model;
+use crate::semantic::{Model, WalkCache};
 use crate::suppression::{Suppressions, selector_matches};
 use crate::text::{LineIndex, TextRange};
 
@@ -179,15 +179,31 @@ pub fn lint(text: &str, tree: &Tree, context: LintContext<'_>, settings: &LintSe
     lint_rules(text, tree, context, settings, rules_that_could_fire(text, settings), None)
 }
 
-/// [`lint`] for a buffer that is linted again and again as it is edited: the top-level
-/// statements whose text `cache` has seen are not queried again (see [`crate::candidates`]).
-/// The diagnostics are the same as [`lint`]'s.
+/// What the last lint of a buffer found in each top-level statement: query matches and what the
+/// model's walk noted. An edit touches one statement; the next lint reuses the rest.
+#[derive(Default)]
+pub struct StatementCache {
+    candidates: CandidateCache,
+    walks: WalkCache,
+}
+
+impl StatementCache {
+    /// Forget every statement (a buffer that went idle gives its memory back).
+    pub fn clear(&self) {
+        self.candidates.clear();
+        self.walks.clear();
+    }
+}
+
+/// [`lint`] for a buffer that is linted again and again as it is edited: top-level statements
+/// whose text `cache` has seen are neither queried nor walked again (see [`crate::candidates`]
+/// and the model's walk). The diagnostics are the same as [`lint`]'s.
 pub fn lint_again(
     text: &str,
     tree: &Tree,
     context: LintContext<'_>,
     settings: &LintSettings,
-    cache: &CandidateCache,
+    cache: &StatementCache,
 ) -> Vec<Diagnostic> {
     lint_rules(text, tree, context, settings, rules_that_could_fire(text, settings), Some(cache))
 }
@@ -199,7 +215,7 @@ fn lint_rules(
     context: LintContext<'_>,
     settings: &LintSettings,
     active: Vec<&'static Rule>,
-    cache: Option<&CandidateCache>,
+    cache: Option<&StatementCache>,
 ) -> Vec<Diagnostic> {
     let mut diagnostics = Vec::new();
     if settings.show_syntax_errors {
@@ -208,8 +224,10 @@ fn lint_rules(
     if !active.is_empty() {
         // Two independent walks over the whole tree; on a large file each takes milliseconds, and
         // an editor waits for both.
-        let (model, candidates) =
-            rayon::join(|| Model::new(text, tree, context), || candidates_by_rule(text, tree, &active, cache));
+        let (model, candidates) = rayon::join(
+            || Model::with_cache(text, tree, context, cache.map(|c| &c.walks)),
+            || candidates_by_rule(text, tree, &active, cache.map(|c| &c.candidates)),
+        );
         for (rule, candidates) in active.into_iter().zip(candidates) {
             let mut checker = Checker {
                 model: &model,
@@ -389,4 +407,56 @@ fn fix_passes(
         }
     }
     (FixOutcome { text: current, fixed, remaining: diagnostics, refused_unparsable }, still_fixing)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::document::Document;
+
+    /// Typing through a script, with the tree edited and reparsed as the language server does:
+    /// after every keystroke the cached lint reports exactly what a fresh lint does, syntax
+    /// errors along the way included.
+    #[test]
+    fn a_cached_lint_follows_every_keystroke_exactly() {
+        let settings = LintSettings::default();
+        for name in ["train_resnet.py", "finetune_llm_ddp.py", "gan_legacy_amp.py"] {
+            let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples").join(name))
+                .expect("example");
+            let mut document = Document::new(&text, 1);
+            let cache = StatementCache::default();
+            let lines: Vec<usize> = text.match_indices('\n').map(|(i, _)| i).collect();
+            // Type at the end of every seventh line, then delete it again: code that joins the
+            // statement, code that breaks it, a new statement, a comment.
+            for (n, &at) in lines.iter().enumerate().step_by(7) {
+                let typed = [" * 2", "(", "\nimport torch", "  # culint: ignore[CUL201]"][n % 4];
+                let mut offset = at;
+                for c in typed.chars() {
+                    document.edit(TextRange::empty(offset), &c.to_string());
+                    offset += c.len_utf8();
+                    assert_same(&mut document, &cache, &settings, name);
+                }
+                while offset > at {
+                    let previous = document.text()[..offset].chars().next_back().expect("typed text").len_utf8();
+                    document.edit(TextRange::new(offset - previous, offset), "");
+                    offset -= previous;
+                    assert_same(&mut document, &cache, &settings, name);
+                }
+            }
+            assert_eq!(document.text(), text);
+        }
+    }
+
+    fn assert_same(document: &mut Document, cache: &StatementCache, settings: &LintSettings, name: &str) {
+        let text = document.text().to_owned();
+        let tree = document.tree().clone();
+        let summary = |d: Vec<crate::diagnostic::Diagnostic>| -> Vec<String> {
+            d.into_iter().map(|d| format!("{} {:?} {} {:?}", d.code, d.range, d.message, d.fix)).collect()
+        };
+        let fresh = summary(lint(&text, &tree, LintContext::default(), settings));
+        let cached = summary(lint_again(&text, &tree, LintContext::default(), settings, cache));
+        assert_eq!(cached, fresh, "{name} after typing:\n{text}");
+    }
 }

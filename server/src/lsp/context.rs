@@ -165,7 +165,7 @@ pub fn lint_snapshot(snapshot: &Snapshot) -> Vec<Diagnostic> {
         return Vec::new();
     }
     let context = LintContext { path: snapshot.path.as_deref(), project: Some(&snapshot.project) };
-    match &snapshot.candidates {
+    match &snapshot.statements {
         Some(cache) => lint_again(&snapshot.text, &snapshot.tree(), context, &snapshot.settings, cache),
         None => lint(&snapshot.text, &snapshot.tree(), context, &snapshot.settings),
     }

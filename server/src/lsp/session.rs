@@ -12,14 +12,13 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tower_lsp_server::ls_types::Uri;
 use tree_sitter::Tree;
 
-use crate::candidates::CandidateCache;
 use crate::config::{Overrides, Resolver};
 use crate::diagnostic::Diagnostic;
 use crate::document::Document;
 use crate::fix::Applicability;
 use crate::hardware::HardwareFacts;
 use crate::knowledge::Lang;
-use crate::lint::LintSettings;
+use crate::lint::{LintSettings, StatementCache};
 use crate::lsp::capabilities::ClientFeatures;
 use crate::lsp::settings::ClientSettings;
 use crate::probe::ProbeReport;
@@ -34,14 +33,14 @@ pub struct OpenDocument {
     /// a version number.
     pub revision: u64,
     pub linted: Option<LintResult>,
-    /// The query matches of the buffer's top-level statements, reused by the next lint for the
+    /// What the last lint found in each top-level statement, reused by the next lint for the
     /// statements an edit did not touch. Kept, like the tree, only while the buffer is edited.
-    candidates: Arc<CandidateCache>,
+    statements: Arc<StatementCache>,
 }
 
 impl OpenDocument {
     pub fn new(document: Document, path: Option<PathBuf>) -> Self {
-        Self { document, path, revision: 0, linted: None, candidates: Arc::default() }
+        Self { document, path, revision: 0, linted: None, statements: Arc::default() }
     }
 }
 
@@ -63,8 +62,8 @@ pub struct Snapshot {
     pub text: Arc<str>,
     /// The document's tree, unless the idle document gave it up; see [`Snapshot::tree`].
     pub parsed: Option<Tree>,
-    /// The buffer's query matches from its last lint, when it is being edited.
-    pub candidates: Option<Arc<CandidateCache>>,
+    /// What the buffer's last lint found per top-level statement, when it is being edited.
+    pub statements: Option<Arc<StatementCache>>,
     pub path: Option<PathBuf>,
     pub settings: Arc<LintSettings>,
     /// Summaries of the project's other modules, shared by the whole session.
@@ -230,7 +229,7 @@ impl Session {
             generation: self.generation,
             text,
             parsed: open.document.cached_tree().cloned(),
-            candidates: self.recently_edited.contains(uri).then(|| Arc::clone(&open.candidates)),
+            statements: self.recently_edited.contains(uri).then(|| Arc::clone(&open.statements)),
             path: open.path.clone(),
             settings: Arc::new(settings.lint),
             project: self.project.clone(),
@@ -279,7 +278,7 @@ impl Session {
         open.linted = Some(LintResult { revision: snapshot.revision, generation: snapshot.generation, diagnostics });
         if !self.recently_edited.contains(&snapshot.uri) {
             open.document.drop_tree();
-            open.candidates.clear();
+            open.statements.clear();
         }
         true
     }

@@ -111,6 +111,14 @@ impl Imports {
         self.bindings.get(local)
     }
 
+    /// Every binding, by local name: for tests that compare two sets of imports.
+    #[cfg(test)]
+    pub fn sorted_bindings(&self) -> Vec<(&String, &Binding)> {
+        let mut bindings: Vec<_> = self.bindings.iter().collect();
+        bindings.sort_unstable_by_key(|(name, _)| *name);
+        bindings
+    }
+
     /// Whether any import names this module or one of its submodules.
     pub fn imports_module(&self, module: &str) -> bool {
         self.statements

@@ -1,9 +1,9 @@
 //! The semantic model of one file: what the rules know beyond the syntax tree.
 //!
-//! One walk over the tree collects imports, calls (indexed by callee name), function and class
-//! definitions, loops and assignments. Loops are then classified (step, epoch, eval), framework
-//! configuration is read, and calls can be resolved to local functions, project helpers or
-//! libraries. Every rule shares one model per lint run.
+//! One walk over the tree (`walk.rs`) collects imports, calls (indexed by callee name), function
+//! and class definitions, loops and assignments. Loops are then classified (step, epoch, eval),
+//! framework configuration is read, and calls can be resolved to local functions, project
+//! helpers or libraries. Every rule shares one model per lint run.
 
 pub mod ast;
 mod contexts;
@@ -16,13 +16,13 @@ pub mod names;
 mod star_imports;
 pub mod summary;
 pub mod training;
+mod walk;
 
 use std::cell::OnceCell;
 use std::collections::HashMap;
 
 use tree_sitter::{Node, Tree};
 
-use crate::grammar_ids;
 use crate::lint::LintContext;
 use crate::project::ProjectLookup;
 pub use contexts::with_items as contexts_with_items;
@@ -30,6 +30,7 @@ pub use frameworks::Frameworks;
 use imports::Imports;
 pub use loops::{LoopInfo, LoopKind, is_eval_function_name};
 pub use summary::FunctionSummary;
+pub use walk::WalkCache;
 
 use ast::text;
 
@@ -82,6 +83,12 @@ pub enum CallTarget<'a> {
 
 impl<'a> Model<'a> {
     pub fn new(text: &'a str, tree: &'a Tree, context: LintContext<'a>) -> Self {
+        Self::with_cache(text, tree, context, None)
+    }
+
+    /// [`Model::new`] for a buffer that is linted again after each edit: the walks of top-level
+    /// statements that `cache` has seen are replayed, not repeated.
+    pub fn with_cache(text: &'a str, tree: &'a Tree, context: LintContext<'a>, cache: Option<&WalkCache>) -> Self {
         let mut model = Self {
             text,
             tree,
@@ -103,71 +110,8 @@ impl<'a> Model<'a> {
             summaries: Default::default(),
             resolved: Default::default(),
         };
-        model.walk();
+        model.walk(cache);
         model
-    }
-
-    fn walk(&mut self) {
-        let source = self.text;
-        let mut cursor = self.tree.walk();
-        // The loops and scope boundaries around the current node, with their depths.
-        let mut enclosing: Vec<(usize, Node<'a>)> = Vec::new();
-        let mut depth = 0;
-        'outer: loop {
-            let node = cursor.node();
-            while enclosing.last().is_some_and(|(d, _)| *d >= depth) {
-                enclosing.pop();
-            }
-            if grammar_ids::CALL.contains(node) {
-                let scope_at = enclosing.iter().rposition(|(_, n)| ast::is_function_boundary(*n));
-                self.call_scopes.push(scope_at.map(|i| enclosing[i].1));
-                let in_scope = &enclosing[scope_at.map_or(0, |i| i + 1)..];
-                self.call_loops.push(in_scope.last().map(|(_, n)| *n));
-                self.calls.push(node);
-                if let Some(name) = ast::callee_name(node, source) {
-                    self.calls_by_name.entry(name).or_default().push(node);
-                }
-            } else if grammar_ids::IMPORT.contains(node) {
-                self.imports.add_statement(node, source);
-            } else if grammar_ids::FUNCTION.contains(node) {
-                self.functions.push(node);
-                if let Some(name) = ast::function_name(node, source) {
-                    self.functions_by_name.entry(name).or_default().push(node);
-                }
-            } else if grammar_ids::CLASS.contains(node) {
-                self.classes.push(node);
-            } else if grammar_ids::ASSIGNMENT.contains(node) {
-                if let Some(left) = node.child_by_field_name("left") {
-                    for name in ast::target_names(left, source) {
-                        self.assignments.entry(name).or_default().push(node);
-                    }
-                }
-            } else if !self.mentions_cuda && grammar_ids::NAME_OR_STRING.contains(node) {
-                self.mentions_cuda = names_cuda(text(node, source));
-            }
-            let is_loop = ast::is_loop(node);
-            if is_loop {
-                let outer = enclosing.last().filter(|(_, n)| ast::is_loop(*n)).map(|(_, n)| *n);
-                self.loop_nodes.push(node);
-                self.outer_loops.push(outer);
-            }
-            if is_loop || ast::is_function_boundary(node) {
-                enclosing.push((depth, node));
-            }
-            if cursor.goto_first_child() {
-                depth += 1;
-                continue;
-            }
-            loop {
-                if cursor.goto_next_sibling() {
-                    continue 'outer;
-                }
-                if !cursor.goto_parent() {
-                    break 'outer;
-                }
-                depth -= 1;
-            }
-        }
     }
 
     fn call_index(&self, call: Node<'_>) -> Option<usize> {
