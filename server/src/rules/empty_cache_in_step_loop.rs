@@ -148,7 +148,7 @@ fn mentions_oom_error(model: &Model<'_>, node: Node<'_>) -> bool {
     node.named_children(&mut cursor).any(|c| mentions_oom_error(model, c))
 }
 
-fn move_after_step_loop(model: &Model<'_>, call: Node<'_>) -> Option<Fix> {
+fn move_after_step_loop<'a>(model: &Model<'a>, call: Node<'a>) -> Option<Fix> {
     let step_loop = model.enclosing_step_loop(call)?.node;
     let statement = call.parent().filter(|s| s.kind() == "expression_statement")?;
     let (removal, line) = edits::take_statement(model.text, statement)?;

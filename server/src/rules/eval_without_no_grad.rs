@@ -123,7 +123,7 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
     if !model.is_eval_kind(node) || inside_eval_loop(model, node) {
         return;
     }
-    let function = ast::enclosing_function(node);
+    let function = model.enclosing_function(node);
     let in_hook = function.is_some_and(|f| {
         ast::method_class(f).is_some() && ast::function_name(f, model.text).is_some_and(|n| NO_GRAD_HOOKS.contains(&n))
     });
@@ -192,10 +192,10 @@ fn needs_gradients(model: &Model<'_>, node: Node<'_>) -> bool {
 
 /// `torch.set_grad_enabled(False)` as a statement earlier in the same function, or earlier at
 /// module level.
-fn grad_switched_off_before(model: &Model<'_>, node: Node<'_>) -> bool {
-    let function = ast::enclosing_function(node).map(|f| f.id());
+fn grad_switched_off_before<'a>(model: &Model<'a>, node: Node<'a>) -> bool {
+    let function = model.enclosing_function(node).map(|f| f.id());
     model.calls_to(crate::semantic::names::SET_GRAD_ENABLED).any(|call| {
-        let scope = ast::enclosing_function(call).map(|f| f.id());
+        let scope = model.enclosing_function(call).map(|f| f.id());
         model.is_grad_disabling(call)
             && call.parent().is_some_and(|p| p.kind() == "expression_statement")
             && ast::precedes(call, node)

@@ -171,7 +171,7 @@ fn outlives_iteration<'a>(model: &Model<'a>, scope: Node<'a>, accumulator: Node<
 /// A name assigned at module level and neither a parameter nor a local of `function`.
 fn is_module_level(model: &Model<'_>, name: &str, function: Node<'_>) -> bool {
     let assignments = model.assignments_to(name);
-    assignments.iter().any(|a| ast::enclosing_function(*a).is_none())
+    assignments.iter().any(|a| model.enclosing_function(*a).is_none())
         && !assignments.iter().any(|a| ast::contains(function, *a))
         && !is_parameter(model, function, name)
 }
@@ -297,11 +297,11 @@ fn is_backward_subject(model: &Model<'_>, scope: Node<'_>, name: &str) -> bool {
 
 /// The right side of the last assignment to `name` before `at`, in the same function.
 fn last_assignment<'a>(model: &Model<'a>, name: &str, at: Node<'a>) -> Option<Node<'a>> {
-    let function = ast::enclosing_function(at).map(|f| f.id());
+    let function = model.enclosing_function(at).map(|f| f.id());
     model
         .assignments_to(name)
         .iter()
-        .filter(|a| ast::enclosing_function(**a).map(|f| f.id()) == function && ast::precedes(**a, at))
+        .filter(|a| model.enclosing_function(**a).map(|f| f.id()) == function && ast::precedes(**a, at))
         .max_by_key(|a| a.start_byte())
         .and_then(|a| a.child_by_field_name("right"))
 }
@@ -310,7 +310,7 @@ fn last_assignment<'a>(model: &Model<'a>, name: &str, at: Node<'a>) -> Option<No
 /// `torch.stack(losses).mean().backward()`, `loss = sum(losses); loss.backward()`.
 fn accumulator_is_backpropagated<'a>(model: &Model<'a>, scope: Node<'a>, accumulator: Node<'a>) -> bool {
     let name = model.node_text(accumulator);
-    let function = ast::enclosing_function(scope).unwrap_or_else(|| model.tree.root_node());
+    let function = model.enclosing_function(scope).unwrap_or_else(|| model.tree.root_node());
     let uses_graph = model
         .calls_named("backward")
         .iter()

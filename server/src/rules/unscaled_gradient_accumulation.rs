@@ -248,7 +248,7 @@ fn names_read<'a>(model: &Model<'a>, expression: Node<'a>) -> Vec<&'a str> {
 /// Assignments and augmented assignments to `name` before `call`, in the function that holds the
 /// step loop (or at module level).
 fn assignments_before<'a>(model: &Model<'a>, step_loop: Node<'a>, name: &str, call: Node<'a>) -> Vec<Node<'a>> {
-    let scope = ast::enclosing_function(step_loop).unwrap_or_else(|| model.tree.root_node());
+    let scope = model.enclosing_function(step_loop).unwrap_or_else(|| model.tree.root_node());
     let mut found = Vec::new();
     let mut stack = vec![scope];
     let mut cursor = scope.walk();
@@ -295,13 +295,13 @@ fn divides_gradients(model: &Model<'_>, step_loop: Node<'_>) -> bool {
 }
 
 /// `loss = loss / accum` before the backward, when the loss is a plain name.
-fn insert_division(model: &Model<'_>, call: Node<'_>, subject: Node<'_>, divisor: Node<'_>) -> Option<Fix> {
+fn insert_division<'a>(model: &Model<'a>, call: Node<'a>, subject: Node<'_>, divisor: Node<'_>) -> Option<Fix> {
     if subject.kind() != "identifier" {
         return None;
     }
     // Around a syntax error the parser may not see the inserted line as an assignment before the
     // backward, so the finding would stay and each `--fix` pass would insert the line again.
-    let scope = ast::enclosing_function(call).unwrap_or_else(|| model.tree.root_node());
+    let scope = model.enclosing_function(call).unwrap_or_else(|| model.tree.root_node());
     if scope.has_error() {
         return None;
     }

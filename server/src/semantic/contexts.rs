@@ -12,15 +12,10 @@ impl<'a> Model<'a> {
     /// up to the enclosing function.
     pub fn enclosing_with_items(&self, node: Node<'a>) -> Vec<Node<'a>> {
         let mut items = Vec::new();
-        let mut current = node.parent();
-        while let Some(n) = current {
-            if ast::is_function_boundary(n) {
-                break;
-            }
+        for n in self.ancestors(node).take_while(|n| !ast::is_function_boundary(*n)) {
             if n.kind() == "with_statement" && n.child_by_field_name("body").is_some_and(|b| ast::contains(b, node)) {
                 items.extend(with_items(n));
             }
-            current = n.parent();
         }
         items
     }
@@ -56,7 +51,7 @@ impl<'a> Model<'a> {
         if self.enclosing_with_items(node).iter().any(|item| self.is_grad_disabling(*item)) {
             return true;
         }
-        let Some(function) = ast::enclosing_function(node) else { return false };
+        let Some(function) = self.enclosing_function(node) else { return false };
         if ast::decorators(function).iter().any(|d| self.is_grad_disabling(*d)) {
             return true;
         }
@@ -115,7 +110,7 @@ impl<'a> Model<'a> {
     /// Whether `node` runs under autocast: an enclosing `with` or a decorator.
     pub fn under_autocast(&self, node: Node<'a>) -> bool {
         self.enclosing_with_items(node).iter().any(|item| self.is_autocast(*item))
-            || ast::enclosing_function(node).is_some_and(|f| ast::decorators(f).iter().any(|d| self.is_autocast(*d)))
+            || self.enclosing_function(node).is_some_and(|f| ast::decorators(f).iter().any(|d| self.is_autocast(*d)))
     }
 }
 

@@ -58,9 +58,8 @@ impl<'a> Model<'a> {
     }
 
     /// The innermost step loop around `node`, not crossing a function boundary.
-    pub fn enclosing_step_loop(&self, node: Node<'_>) -> Option<&LoopInfo<'a>> {
-        // Calls, the usual question, know their loops from the model's walk: `parent()` starts
-        // from the root each time, which at module level is a scan of every statement.
+    pub fn enclosing_step_loop(&self, node: Node<'a>) -> Option<&LoopInfo<'a>> {
+        // Calls, the usual question, know their loops from the model's walk.
         if node.kind() == "call"
             && let Some(call) = self.call_node(node)
         {
@@ -68,24 +67,15 @@ impl<'a> Model<'a> {
                 .loops_around_call(call)
                 .find_map(|l| self.loop_info(l).filter(|info| info.kind == LoopKind::Step));
         }
-        let mut current = node.parent();
-        while let Some(n) = current {
-            if ast::is_function_boundary(n) {
-                return None;
-            }
-            if ast::is_loop(n)
-                && let Some(info) = self.loop_info(n).filter(|l| l.kind == LoopKind::Step)
-            {
-                return Some(info);
-            }
-            current = n.parent();
-        }
-        None
+        self.ancestors(node)
+            .take_while(|n| !ast::is_function_boundary(*n))
+            .filter(|n| ast::is_loop(*n))
+            .find_map(|n| self.loop_info(n).filter(|l| l.kind == LoopKind::Step))
     }
 
     /// Lightning's `training_step` method around `node`: its body counts as a step loop body.
-    pub fn enclosing_training_step(&self, node: Node<'_>) -> Option<Node<'a>> {
-        let function = ast::enclosing_function(node)?;
+    pub fn enclosing_training_step(&self, node: Node<'a>) -> Option<Node<'a>> {
+        let function = self.enclosing_function(node)?;
         let name = ast::function_name(function, self.text)?;
         (name == "training_step" && ast::method_class(function).is_some())
             .then(|| self.functions.iter().copied().find(|f| f.id() == function.id()))
@@ -93,7 +83,7 @@ impl<'a> Model<'a> {
     }
 
     /// Whether `node` runs once per batch: inside a step loop or a Lightning `training_step`.
-    pub fn in_step_body(&self, node: Node<'_>) -> bool {
+    pub fn in_step_body(&self, node: Node<'a>) -> bool {
         self.enclosing_step_loop(node).is_some() || self.enclosing_training_step(node).is_some()
     }
 
@@ -229,7 +219,7 @@ fn is_eval_loop<'a>(model: &Model<'a>, node: Node<'a>) -> bool {
     if !calls_model {
         return false;
     }
-    let function = ast::enclosing_function(node);
+    let function = model.enclosing_function(node);
     if let Some(name) = function.and_then(|f| ast::function_name(f, model.text))
         && is_eval_function_name(name)
     {
@@ -240,7 +230,7 @@ fn is_eval_loop<'a>(model: &Model<'a>, node: Node<'a>) -> bool {
     model.calls_named("eval").iter().any(|call| {
         call.start_byte() >= scope_start
             && ast::precedes(*call, node)
-            && ast::enclosing_function(*call).map(|f| f.id()) == function.map(|f| f.id())
+            && model.enclosing_function(*call).map(|f| f.id()) == function.map(|f| f.id())
             && ast::positional_args(*call).is_empty()
             && ast::receiver(*call).is_some()
             && !is_train_switched_back(model, *call, node)

@@ -39,6 +39,8 @@ pub struct Model<'a> {
     pub tree: &'a Tree,
     pub context: LintContext<'a>,
     pub imports: Imports,
+    /// The module's statements, in source order: where [`Model::ancestors`] starts its descent.
+    top_level: Vec<Node<'a>>,
     /// Every call, in source order.
     pub calls: Vec<Node<'a>>,
     /// For each call (same index): the innermost function, class or lambda around it, and the
@@ -94,6 +96,7 @@ impl<'a> Model<'a> {
             tree,
             context,
             imports: Imports::default(),
+            top_level: Vec::new(),
             calls: Vec::new(),
             call_scopes: Vec::new(),
             call_loops: Vec::new(),
@@ -112,6 +115,43 @@ impl<'a> Model<'a> {
         };
         model.walk(cache);
         model
+    }
+
+    /// The ancestors of `node`, innermost first, the module last. `Node::parent` descends from
+    /// the root on every call, which at module level scans every statement before the node: in a
+    /// large script that is most of the cost of walking up. This descends once, from the
+    /// statement that holds the node.
+    pub fn ancestors(&self, node: Node<'a>) -> impl Iterator<Item = Node<'a>> + use<'a> {
+        let root = self.tree.root_node();
+        let at = self.top_level.partition_point(|s| s.start_byte() <= node.start_byte());
+        let statement = at.checked_sub(1).map(|i| self.top_level[i]).filter(|s| ast::contains(*s, node));
+        let chain = match statement {
+            Some(statement) if node != root => {
+                let mut chain = vec![root];
+                let mut current = statement;
+                while current != node {
+                    chain.push(current);
+                    match current.child_with_descendant(node) {
+                        Some(child) => current = child,
+                        None => return Self::ancestors_by_parent(node),
+                    }
+                }
+                chain.reverse();
+                chain
+            }
+            _ => return Self::ancestors_by_parent(node),
+        };
+        chain.into_iter()
+    }
+
+    /// The ancestors as `Node::parent` finds them, for a node the descent cannot place.
+    fn ancestors_by_parent(node: Node<'a>) -> std::vec::IntoIter<Node<'a>> {
+        std::iter::successors(node.parent(), Node::parent).collect::<Vec<_>>().into_iter()
+    }
+
+    /// The innermost function definition around `node` ([`ast::enclosing_function`], faster).
+    pub fn enclosing_function(&self, node: Node<'a>) -> Option<Node<'a>> {
+        self.ancestors(node).find(|n| n.kind() == "function_definition")
     }
 
     fn call_index(&self, call: Node<'_>) -> Option<usize> {
@@ -397,7 +437,27 @@ impl<'a> Model<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::names_cuda;
+    /// The descent from the top-level statement finds the ancestors `Node::parent` finds, for
+    /// every node of every fixture and example.
+    #[test]
+    fn ancestors_are_the_parent_chain() {
+        for path in crate::test_support::python_files() {
+            let Ok(text) = std::fs::read_to_string(&path) else { continue };
+            let tree = crate::parse::parse(&text, None);
+            let model = Model::new(&text, &tree, LintContext::default());
+            let mut cursor = tree.walk();
+            let mut stack = vec![tree.root_node()];
+            while let Some(node) = stack.pop() {
+                let expected: Vec<Node<'_>> = std::iter::successors(node.parent(), Node::parent).collect();
+                assert_eq!(model.ancestors(node).collect::<Vec<_>>(), expected, "{} at {:?}", path.display(), node);
+                let function = expected.iter().copied().find(|n| n.kind() == "function_definition");
+                assert_eq!(model.enclosing_function(node), function);
+                stack.extend(node.children(&mut cursor));
+            }
+        }
+    }
+
+    use super::*;
 
     #[test]
     fn cuda_and_nccl_are_named_in_any_case_and_short_texts_are_not() {

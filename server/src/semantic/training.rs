@@ -112,7 +112,7 @@ impl<'a> Model<'a> {
 
     /// The body that runs once per batch around `node`: the innermost step loop, or Lightning's
     /// `training_step` method.
-    pub fn step_scope(&self, node: Node<'_>) -> Option<Node<'a>> {
+    pub fn step_scope(&self, node: Node<'a>) -> Option<Node<'a>> {
         self.enclosing_step_loop(node).map(|l| l.node).or_else(|| self.enclosing_training_step(node))
     }
 }

@@ -61,14 +61,15 @@ impl<'a> Model<'a> {
     /// Walk the whole tree; with a cache, statement by statement, replaying those seen before.
     pub(super) fn walk(&mut self, cache: Option<&WalkCache>) {
         let root = self.tree.root_node();
+        let mut statements = root.walk();
+        self.top_level = root.children(&mut statements).collect();
         let Some(cache) = cache else {
             self.mentions_cuda = self.walk_subtree(root, None);
             return;
         };
         let mut known = cache.statements.lock().unwrap_or_else(PoisonError::into_inner);
         let mut seen: HashMap<Box<str>, Arc<WalkedStatement>> = HashMap::with_capacity(known.len());
-        let mut statements = root.walk();
-        for statement in root.children(&mut statements) {
+        for statement in self.top_level.clone() {
             if statement.has_error() {
                 // Not kept: what the parser makes of broken text depends on what surrounds it.
                 let mentions_cuda = self.walk_subtree(statement, None);
