@@ -63,11 +63,11 @@ impl<'a> Model<'a> {
         let root = self.tree.root_node();
         let mut statements = root.walk();
         self.top_level = root.children(&mut statements).collect();
-        let Some(cache) = cache else {
+        // A cache in use by another lint of the same buffer (an older version's) is not waited for.
+        let Some(mut known) = cache.and_then(|cache| cache.statements.try_lock().ok()) else {
             self.mentions_cuda = self.walk_subtree(root, None);
             return;
         };
-        let mut known = cache.statements.lock().unwrap_or_else(PoisonError::into_inner);
         let mut seen: HashMap<Box<str>, Arc<WalkedStatement>> = HashMap::with_capacity(known.len());
         for statement in self.top_level.clone() {
             if statement.has_error() {
