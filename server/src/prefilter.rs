@@ -128,6 +128,64 @@ pub fn has_loop_line(text: &str, range: std::ops::Range<usize>) -> bool {
     })
 }
 
+/// Whether the call whose argument list opens at `open` (the byte of its `(`) passes `keyword`
+/// as a keyword argument of its own (`keyword=`, not inside a nested call, a string or a
+/// comment). `None` when the argument list does not close: the caller cannot tell.
+pub fn passes_keyword(text: &str, open: usize, keyword: &str) -> Option<bool> {
+    let bytes = text.as_bytes();
+    let mut depth = 0usize;
+    let mut at = open;
+    while at < bytes.len() {
+        match bytes[at] {
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(false);
+                }
+            }
+            b'#' => {
+                at = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |i| at + i);
+                continue;
+            }
+            quote @ (b'"' | b'\'') => {
+                at = string_end(bytes, at, quote)?;
+                continue;
+            }
+            _ if depth == 1
+                && bytes[at..].starts_with(keyword.as_bytes())
+                && !bytes[at - 1].is_ascii_alphanumeric()
+                && bytes[at - 1] != b'_' =>
+            {
+                let rest = text[at + keyword.len()..].trim_start_matches([' ', '\t', '\r', '\n', '\\']);
+                if rest.starts_with('=') && !rest.starts_with("==") {
+                    return Some(true);
+                }
+            }
+            _ => {}
+        }
+        at += 1;
+    }
+    None
+}
+
+/// The byte after the string literal that opens with `quote` at `start` (a triple quote if three
+/// follow); `None` if it never closes.
+fn string_end(bytes: &[u8], start: usize, quote: u8) -> Option<usize> {
+    let triple = bytes[start..].starts_with(&[quote; 3]);
+    let delimiter = if triple { 3 } else { 1 };
+    let mut at = start + delimiter;
+    while at < bytes.len() {
+        match bytes[at] {
+            b'\\' => at += 2,
+            b'\n' if !triple => return None,
+            byte if byte == quote && bytes[at..].starts_with(&vec![quote; delimiter]) => return Some(at + delimiter),
+            _ => at += 1,
+        }
+    }
+    None
+}
+
 /// Where a line sits, as far as a backwards scan of indentation can tell.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Enclosing<'a> {
@@ -241,6 +299,23 @@ mod tests {
     fn a_string_continuation_makes_the_answer_unknown() {
         let text = "def forward(self, x):\n    y = f(\"\"\"\ntext\n\"\"\")\n    self.y = y\n";
         assert_eq!(enclosing_of(text, "self.y"), Enclosing::Unknown);
+    }
+
+    #[test]
+    fn keywords_count_only_in_the_calls_own_argument_list() {
+        let passes = |text: &str| passes_keyword(text, text.find('(').expect("a call"), "map_location");
+        assert_eq!(passes("load(f, map_location='cpu')"), Some(true));
+        assert_eq!(passes("load(f,\n     map_location =\n 'cpu')"), Some(true));
+        assert_eq!(passes("load(f, **{'map_location': 'cpu'})"), Some(false));
+        assert_eq!(passes("load(open(f, map_location=1))"), Some(false), "a nested call's keyword");
+        assert_eq!(passes("load('map_location=cpu', f)"), Some(false), "inside a string");
+        assert_eq!(passes("load(\"\"\"a \" map_location=\"\"\", f)"), Some(false), "inside a triple-quoted string");
+        assert_eq!(passes("load(f,  # map_location=cpu\n)"), Some(false), "inside a comment");
+        assert_eq!(passes("load(f, my_map_location=1)"), Some(false), "a longer name");
+        assert_eq!(passes("load(f, map_location == 1)"), Some(false), "a comparison");
+        assert_eq!(passes("load('注释 😀', é=1, map_location=1)"), Some(true), "after multi-byte characters");
+        assert_eq!(passes("load(f, map_location"), None, "an argument list that never closes");
+        assert_eq!(passes("load('unterminated, map_location=1)"), None);
     }
 
     #[test]

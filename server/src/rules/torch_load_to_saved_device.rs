@@ -6,6 +6,7 @@ use super::{Candidate, FixAvailability, Prefilter, Rule};
 use crate::diagnostic::Severity;
 use crate::fix::{Applicability, Edit, Fix};
 use crate::lint::Checker;
+use crate::prefilter;
 use crate::semantic::{Model, ast, names};
 
 pub const RULE: Rule = Rule {
@@ -16,7 +17,7 @@ pub const RULE: Rule = Rule {
     query: include_str!("../../../queries/python/torch_load_to_saved_device.scm"),
     prefilter: Prefilter {
         all_of: &[&["load(", "load (", " load as", "load,"], &["cuda", "CUDA", "Cuda", "nccl", "NCCL"], &["torch"]],
-        scan: None,
+        scan: Some(could_load_without_map_location),
     },
     check,
     doc: DOC,
@@ -106,6 +107,23 @@ const DATA_WORDS: &[&str] = &[
     "hparams",
     "config",
 ];
+
+/// Some `load(...)` call that does not pass `map_location`, or an alias of `load` whose calls
+/// the text cannot show. Library code that loads checkpoints nearly always passes
+/// `map_location`, and such files need not be parsed for this rule.
+fn could_load_without_map_location(text: &str) -> bool {
+    if text.contains("load as") {
+        return true;
+    }
+    memchr::memmem::find_iter(text.as_bytes(), b"load").any(|at| {
+        let starts_a_name = text[..at].chars().next_back().is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
+        let after = &text[at + "load".len()..];
+        let open = after.trim_start_matches([' ', '\t']);
+        starts_a_name
+            && open.starts_with('(')
+            && prefilter::passes_keyword(text, text.len() - open.len(), "map_location") != Some(true)
+    })
+}
 
 fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
     let model = checker.model;
