@@ -168,8 +168,13 @@ pub fn candidates_by_rule<'a>(
                     query_within(queries, statement, text, is_active).into_iter().for_each(|(r, c)| add(r, c));
                     continue;
                 }
+                // The key moves from the last lint's map to this one's, so unchanged statements are
+                // not copied on every keystroke.
                 let source = &text[statement.byte_range()];
-                let known = cached.statements.get(source).or_else(|| seen.get(source)).cloned().flatten();
+                let (key, known) = match cached.statements.remove_entry(source) {
+                    Some(entry) => entry,
+                    None => (Box::from(source), seen.get(source).cloned().flatten()),
+                };
                 let (found, known) = match known.as_ref().and_then(|known| locate(statement, known)) {
                     Some(found) => (found, known),
                     None => {
@@ -179,7 +184,7 @@ pub fn candidates_by_rule<'a>(
                     }
                 };
                 found.into_iter().for_each(|(rule, candidate)| add(rule, candidate));
-                seen.insert(source.into(), known);
+                seen.insert(key, known);
             }
             cached.statements = seen;
         }

@@ -76,8 +76,13 @@ impl<'a> Model<'a> {
                 self.mentions_cuda |= mentions_cuda;
                 continue;
             }
+            // The key moves from the last lint's map to this one's, so unchanged statements are
+            // not copied on every keystroke.
             let source = &self.text[statement.byte_range()];
-            let walked = known.get(source).or_else(|| seen.get(source)).cloned();
+            let (key, walked) = match known.remove_entry(source) {
+                Some((key, walked)) => (key, Some(walked)),
+                None => (Box::from(source), seen.get(source).cloned()),
+            };
             let walked = match walked.filter(|walked| self.replay(statement, walked)) {
                 Some(walked) => walked,
                 None => {
@@ -87,7 +92,7 @@ impl<'a> Model<'a> {
                 }
             };
             self.mentions_cuda |= walked.mentions_cuda;
-            seen.insert(source.into(), walked);
+            seen.insert(key, walked);
         }
         *known = seen;
     }
