@@ -2,7 +2,7 @@
 
 use tree_sitter::Node;
 
-use super::{Model, ast, crosses_boundary, names};
+use super::{Model, ast, names};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LoopKind {
@@ -128,68 +128,78 @@ impl<'a> Model<'a> {
 }
 
 fn classify<'a>(model: &Model<'a>) -> Vec<LoopInfo<'a>> {
-    // Each `.backward()` call marks its innermost enclosing loop (within the same function).
-    let mut candidates: Vec<(Node<'a>, Vec<Node<'a>>)> = Vec::new();
+    let loops = model.loop_nodes();
+    // Each `.backward()` call marks its innermost enclosing loop (within the same function). A
+    // marked loop is a candidate; `backward[i]` holds the calls of `loops[i]`.
+    let mut backward: Vec<Option<Vec<Node<'a>>>> = vec![None; loops.len()];
     for call in model.calls_named("backward") {
-        let Some(loop_node) = model.loop_around_call(*call) else { continue };
-        match candidates.iter_mut().find(|(n, _)| n.id() == loop_node.id()) {
-            Some((_, calls)) => calls.push(*call),
-            None => candidates.push((loop_node, vec![*call])),
+        if let Some(i) = model.loop_around_call(*call).and_then(|l| model.loop_index(l)) {
+            backward[i].get_or_insert_with(Vec::new).push(*call);
         }
     }
     // A loop that calls a helper doing one training step (`loss = train_step(batch)`) is a step
     // loop too, with its backward inside the helper.
-    for loop_node in model.loop_nodes().iter().copied() {
-        if candidates.iter().any(|(n, _)| n.id() == loop_node.id()) {
+    for (i, loop_node) in loops.iter().copied().enumerate() {
+        if backward[i].is_some() {
             continue;
         }
         let calls_step_helper = model.own_calls_within(loop_node).any(|call| {
             model.loop_around_call(call).is_some_and(|l| l.id() == loop_node.id())
                 && match model.resolve_call(call) {
-                    super::CallTarget::Local(f) => backward_outside_loops(model, f),
+                    super::CallTarget::Local(f) => model.runs_one_step(f),
                     super::CallTarget::Project(summary) => summary.runs_one_step,
                     _ => false,
                 }
         });
         if calls_step_helper {
-            candidates.push((loop_node, Vec::new()));
+            backward[i] = Some(Vec::new());
         }
     }
-    // A loop that contains another candidate is an epoch loop, never a step loop.
-    let step: Vec<(Node<'a>, Vec<Node<'a>>)> = candidates
-        .iter()
-        .filter(|(outer, _)| {
-            !candidates.iter().any(|(inner, _)| inner.id() != outer.id() && ast::contains(*outer, *inner))
-        })
-        .cloned()
+    // A candidate that contains another candidate is an epoch loop, never a step loop.
+    let is_step: Vec<bool> = (0..loops.len())
+        .map(|i| backward[i].is_some() && !model.loop_indices_within(loops[i]).any(|j| j != i && backward[j].is_some()))
         .collect();
 
-    let step_functions: Vec<Node<'a>> = model
-        .functions
+    // Functions whose own body (not a nested function, class or lambda) holds a step loop, and
+    // loops that hold one in the same scope, by walking out from each step loop.
+    let mut step_functions: std::collections::HashSet<usize> = model
+        .functions_named("training_step")
         .iter()
-        .copied()
-        .filter(|f| {
-            step.iter().any(|(l, _)| ast::contains(*f, *l) && !crosses_boundary(*l, *f))
-                || (ast::function_name(*f, model.text) == Some("training_step") && ast::method_class(*f).is_some())
-        })
+        .filter(|f| ast::method_class(**f).is_some())
+        .map(|f| f.id())
         .collect();
+    let mut contains_step = vec![false; loops.len()];
+    for (i, step_loop) in loops.iter().enumerate().filter(|(i, _)| is_step[*i]) {
+        if let Some(scope) = model.ancestors(*step_loop).find(|n| ast::is_function_boundary(*n))
+            && scope.kind() == "function_definition"
+        {
+            step_functions.insert(scope.id());
+        }
+        let mut outer = model.outer_loops[i];
+        while let Some(j) = outer.and_then(|l| model.loop_index(l)) {
+            contains_step[j] = true;
+            outer = model.outer_loops[j];
+        }
+    }
 
-    model
-        .loop_nodes()
+    let mut backward = backward.into_iter();
+    loops
         .iter()
         .copied()
-        .map(|node| {
-            if let Some((_, calls)) = step.iter().find(|(n, _)| n.id() == node.id()) {
-                return LoopInfo { node, kind: LoopKind::Step, backward_calls: calls.clone() };
+        .enumerate()
+        .map(|(i, node)| {
+            let calls = backward.next().flatten();
+            if is_step[i] {
+                return LoopInfo { node, kind: LoopKind::Step, backward_calls: calls.unwrap_or_default() };
             }
-            let contains_step =
-                step.iter().any(|(inner, _)| ast::contains(node, *inner) && !crosses_boundary(*inner, node));
-            let calls_step_function = model.own_calls_within(node).any(|call| match model.resolve_call(call) {
-                super::CallTarget::Local(f) => step_functions.iter().any(|s| s.id() == f.id()),
-                super::CallTarget::Project(summary) => summary.has_step_loop,
-                _ => false,
-            });
-            let kind = if contains_step || calls_step_function {
+            let calls_step_function = || {
+                model.own_calls_within(node).any(|call| match model.resolve_call(call) {
+                    super::CallTarget::Local(f) => step_functions.contains(&f.id()),
+                    super::CallTarget::Project(summary) => summary.has_step_loop,
+                    _ => false,
+                })
+            };
+            let kind = if contains_step[i] || calls_step_function() {
                 LoopKind::Epoch
             } else if is_eval_loop(model, node) {
                 LoopKind::Eval
@@ -199,13 +209,6 @@ fn classify<'a>(model: &Model<'a>) -> Vec<LoopInfo<'a>> {
             LoopInfo { node, kind, backward_calls: Vec::new() }
         })
         .collect()
-}
-
-/// The function calls `.backward()` in its own body, outside any loop.
-pub(super) fn backward_outside_loops<'a>(model: &Model<'a>, function: Node<'a>) -> bool {
-    model.calls_named("backward").iter().any(|call| {
-        ast::contains(function, *call) && !crosses_boundary(*call, function) && model.loop_around_call(*call).is_none()
-    })
 }
 
 fn is_eval_loop<'a>(model: &Model<'a>, node: Node<'a>) -> bool {

@@ -62,6 +62,8 @@ pub struct Model<'a> {
     /// which runs only on CUDA devices (`init_process_group("nccl")` with `.to(rank)`).
     pub mentions_cuda: bool,
     loops: OnceCell<Vec<LoopInfo<'a>>>,
+    /// The functions, by node id, that [`Model::runs_one_step`] holds true of.
+    functions_stepping_outside_loops: OnceCell<std::collections::HashSet<usize>>,
     frameworks: OnceCell<Frameworks>,
     summaries: std::cell::RefCell<HashMap<usize, FunctionSummary>>,
     /// `resolve_call` answers by call node id: rules ask about the same calls many times.
@@ -109,6 +111,7 @@ impl<'a> Model<'a> {
             assignments: HashMap::new(),
             mentions_cuda: false,
             loops: OnceCell::new(),
+            functions_stepping_outside_loops: OnceCell::new(),
             frameworks: OnceCell::new(),
             summaries: Default::default(),
             resolved: Default::default(),
@@ -334,6 +337,30 @@ impl<'a> Model<'a> {
     }
 
     /// Indices into `calls` of the calls inside `node` (the node itself included).
+    /// The indices in `loop_nodes` of the loops inside `node` (the node itself included).
+    fn loop_indices_within(&self, node: Node<'_>) -> impl Iterator<Item = usize> + '_ {
+        let (start, end) = (node.start_byte(), node.end_byte());
+        let first = self.loop_nodes.partition_point(|l| l.start_byte() < start);
+        (first..self.loop_nodes.len())
+            .take_while(move |i| self.loop_nodes[*i].start_byte() <= end)
+            .filter(move |i| self.loop_nodes[*i].end_byte() <= end)
+    }
+
+    /// Whether `function` calls `.backward()` in its own body outside any loop: it runs one
+    /// training step.
+    pub fn runs_one_step(&self, function: Node<'_>) -> bool {
+        let stepping = self.functions_stepping_outside_loops.get_or_init(|| {
+            self.calls_named("backward")
+                .iter()
+                .filter_map(|call| self.call_index(*call))
+                .filter(|i| self.call_loops[*i].is_none())
+                .filter_map(|i| self.call_scopes[i].filter(|s| s.kind() == "function_definition"))
+                .map(|scope| scope.id())
+                .collect()
+        });
+        stepping.contains(&function.id())
+    }
+
     fn call_indices_within(&self, node: Node<'_>) -> impl Iterator<Item = usize> + '_ {
         let (start, end) = (node.start_byte(), node.end_byte());
         let first = self.calls.partition_point(|c| c.start_byte() < start);

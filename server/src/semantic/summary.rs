@@ -37,13 +37,13 @@ impl FunctionSummary {
 pub(super) fn summarize<'a>(model: &Model<'a>, function: Node<'a>) -> FunctionSummary {
     let mut summary = FunctionSummary {
         runs_under_no_grad: ast::decorators(function).iter().any(|d| model.is_grad_disabling(*d)),
-        has_step_loop: model.step_loops().any(|l| ast::contains(function, l.node))
+        has_step_loop: model.loop_indices_within(function).any(|i| model.loops()[i].kind == super::LoopKind::Step)
             || (ast::function_name(function, model.text) == Some("training_step")
                 && ast::method_class(function).is_some()),
         ..FunctionSummary::default()
     };
     let Some(body) = function.child_by_field_name("body") else { return summary };
-    summary.runs_one_step = super::loops::backward_outside_loops(model, function);
+    summary.runs_one_step = model.runs_one_step(function);
     for call in model.own_calls_within(body) {
         let name = ast::callee_name(call, model.text).unwrap_or_default();
         summary.calls_set_device |= model.call_resolves_to(call, names::SET_DEVICE);
