@@ -1,5 +1,6 @@
 //! The one lint engine that the CLI and the language server both call.
 
+use rayon::prelude::*;
 use std::collections::HashMap;
 use std::path::Path;
 use tree_sitter::{Node, Tree};
@@ -228,22 +229,29 @@ fn lint_rules(
             || Model::with_cache(text, tree, context, cache.map(|c| &c.walks)),
             || candidates_by_rule(text, tree, &active, cache.map(|c| &c.candidates)),
         );
-        for (rule, candidates) in active.into_iter().zip(candidates) {
-            let mut checker = Checker {
-                model: &model,
-                hardware: settings.hardware.as_ref(),
-                rule,
-                diagnostics: Vec::new(),
-                memo: HashMap::new(),
-            };
-            for candidate in &candidates {
-                (rule.check)(&mut checker, candidate);
-            }
-            if let Some(severity) = settings.severities.get(rule.code) {
-                checker.diagnostics.iter_mut().for_each(|d| d.severity = *severity);
-            }
-            diagnostics.append(&mut checker.diagnostics);
-        }
+        // Rules check independently of each other, so they share the cores: on a large file an
+        // editor waits for the slowest half rather than for all of them one after another.
+        let by_rule: Vec<Vec<Diagnostic>> = active
+            .into_par_iter()
+            .zip(candidates)
+            .map(|(rule, candidates)| {
+                let mut checker = Checker {
+                    model: &model,
+                    hardware: settings.hardware.as_ref(),
+                    rule,
+                    diagnostics: Vec::new(),
+                    memo: HashMap::new(),
+                };
+                for candidate in &candidates {
+                    (rule.check)(&mut checker, candidate);
+                }
+                if let Some(severity) = settings.severities.get(rule.code) {
+                    checker.diagnostics.iter_mut().for_each(|d| d.severity = *severity);
+                }
+                checker.diagnostics
+            })
+            .collect();
+        diagnostics.extend(by_rule.into_iter().flatten());
     }
     if !diagnostics.is_empty() {
         let lines = LineIndex::new(text);

@@ -158,21 +158,16 @@ fn loop_uses_autocast<'a>(model: &Model<'a>, step_loop: &LoopInfo<'a>) -> bool {
     if model.under_autocast(node) {
         return true;
     }
-    let mut stack = vec![node];
-    let mut cursor = node.walk();
-    while let Some(current) = stack.pop() {
-        if current.kind() == "with_statement"
+    let enters_autocast = |current: Node<'_>| {
+        current.kind() == "with_statement"
             && contexts_with_items(current).iter().any(|item| {
                 model.is_autocast(*item)
                     || (item.kind() == "call"
                         && ast::callee_name(*item, model.text).is_some_and(|n| n.contains("autocast")))
             })
-        {
-            return true;
-        }
-        if current.id() == node.id() || !ast::is_function_boundary(current) {
-            stack.extend(current.named_children(&mut cursor).collect::<Vec<_>>());
-        }
+    };
+    if ast::any_in_scope(node, enters_autocast) {
+        return true;
     }
     model.own_calls_within(node).any(|call| match model.resolve_call(call) {
         CallTarget::Unseen => true,

@@ -102,6 +102,32 @@ pub fn is_function_boundary(node: Node<'_>) -> bool {
     grammar_ids::FUNCTION_BOUNDARY.contains(node)
 }
 
+/// Whether a named node in the subtree of `node` (the node included) satisfies `found`, not
+/// looking inside nested functions, classes or lambdas. A cursor walk: it allocates nothing per
+/// node, where collecting children does.
+pub fn any_in_scope(node: Node<'_>, mut found: impl FnMut(Node<'_>) -> bool) -> bool {
+    let mut cursor = node.walk();
+    loop {
+        let current = cursor.node();
+        if current.is_named() && found(current) {
+            return true;
+        }
+        let descend = cursor.depth() == 0 || !is_function_boundary(current);
+        if descend && cursor.goto_first_child() {
+            continue;
+        }
+        loop {
+            if cursor.depth() == 0 {
+                return false;
+            }
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            cursor.goto_parent();
+        }
+    }
+}
+
 pub fn is_loop(node: Node<'_>) -> bool {
     grammar_ids::LOOP.contains(node)
 }

@@ -58,6 +58,9 @@ impl Frameworks {
         let mut frameworks = Frameworks::default();
         let source = model.text;
         for call in &model.calls {
+            if !may_configure(*call, model) {
+                continue;
+            }
             let Some(qualified) = model.call_qualified_name(*call) else { continue };
             let root = qualified.split('.').next().unwrap_or_default();
             let last = qualified.rsplit('.').next().unwrap_or_default();
@@ -113,6 +116,38 @@ impl Frameworks {
     }
 }
 
+/// Whether a call's final name is one that [`Frameworks::read`] matches on: the qualified name,
+/// which costs a walk of the callee and an allocation, is built only for those. The final name of
+/// `a.b.C(...)` is `C`; of a bare `C(...)`, the last part of what the import of `C` binds.
+fn may_configure(call: Node<'_>, model: &Model<'_>) -> bool {
+    let Some(callee) = ast::callee(call) else { return false };
+    let last = match callee.kind() {
+        "attribute" => callee.child_by_field_name("attribute").map(|a| model.node_text(a)),
+        "identifier" => model.imports.binding(model.node_text(callee)).and_then(|b| b.qualified.rsplit('.').next()),
+        _ => None,
+    };
+    last.is_some_and(|name| {
+        name.ends_with("Arguments")
+            || name.ends_with("Config")
+            || name.ends_with("Trainer")
+            || matches!(
+                name,
+                "Accelerator"
+                    | "HfArgumentParser"
+                    | "TrlParser"
+                    | "Fabric"
+                    | "initialize"
+                    | "init_inference"
+                    | "prepare_model_for_kbit_training"
+                    | "prepare_model_for_int8_training"
+                    | "MixedPrecision"
+                    | "MixedPrecisionPolicy"
+                    | "FullyShardedDataParallel"
+                    | "fully_shard"
+            )
+    })
+}
+
 /// Any of `keys` passed with a value that is not literally off (`True`, `"bf16-mixed"`, `args.fp16`).
 fn switch_on(call: Node<'_>, keys: &[&str], model: &Model<'_>) -> bool {
     keys.iter().any(|key| ast::keyword_arg(call, key, model.text).is_some_and(|v| !ast::is_literal_off(v, model.text)))
@@ -145,4 +180,33 @@ fn deepspeed_config_enables_precision(model: &Model<'_>) -> bool {
         stack.extend(node.named_children(&mut cursor).collect::<Vec<_>>());
     }
     false
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::lint::LintContext;
+    use crate::parse::parse;
+    use crate::semantic::Model;
+
+    fn read(text: &str) -> super::Frameworks {
+        let tree = parse(text, None);
+        Model::new(text, &tree, LintContext::default()).frameworks().clone()
+    }
+
+    /// The final name is read through the import: an alias, a bare imported name and a module
+    /// path all reach the same configuration.
+    #[test]
+    fn configuration_is_read_however_it_is_imported() {
+        assert!(read("from accelerate import Accelerator as Acc\nacc = Acc()\n").accelerator);
+        assert!(read("import accelerate\nacc = accelerate.Accelerator()\n").accelerator);
+        assert!(read("from transformers import TrainingArguments as TA\nTA(bf16=True)\n").hf_mixed_precision);
+        assert!(read("import lightning as L\nL.Trainer(precision='bf16-mixed')\n").lightning_precision);
+        assert!(
+            read("from torch.distributed.fsdp import MixedPrecision as MP\nMP(param_dtype=x)\n").fsdp_mixed_precision
+        );
+        // The same final names, not imported from the framework, configure nothing.
+        let local = read("class Accelerator: ...\nacc = Accelerator()\nTrainingArguments(bf16=True)\n");
+        assert!(!local.accelerator && !local.hf_mixed_precision);
+        assert!(!read("from mylib import Acc\nAcc()\n").accelerator);
+    }
 }

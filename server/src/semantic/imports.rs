@@ -130,6 +130,14 @@ impl Imports {
     /// The qualified name of an expression made of names and attributes: `T.cuda.empty_cache`
     /// gives `torch.cuda.empty_cache` after `import torch as T`.
     pub fn qualified_name(&self, node: Node<'_>, source: &str) -> Option<String> {
+        // The chain's root name starts its text. Most chains (`model.train`, `loss.backward`) are
+        // rooted at a name no import binds, which this settles without walking the chain.
+        let chain = text(node, source);
+        let root_end = chain.find(|c: char| matches!(c, '.' | '#' | '\\' | '(' | '[') || c.is_whitespace());
+        let root_end = root_end.unwrap_or(chain.len());
+        if !self.bindings.contains_key(&chain[..root_end]) {
+            return None;
+        }
         match node.kind() {
             "identifier" => self.binding(text(node, source)).map(|b| b.qualified.clone()),
             "attribute" => {

@@ -18,8 +18,8 @@ pub mod summary;
 pub mod training;
 mod walk;
 
-use std::cell::OnceCell;
 use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 use tree_sitter::{Node, Tree};
 
@@ -61,13 +61,16 @@ pub struct Model<'a> {
     /// The file names CUDA in code (strings, attributes, names), not only in comments, or NCCL,
     /// which runs only on CUDA devices (`init_process_group("nccl")` with `.to(rank)`).
     pub mentions_cuda: bool,
-    loops: OnceCell<Vec<LoopInfo<'a>>>,
+    loops: OnceLock<Vec<LoopInfo<'a>>>,
     /// The functions, by node id, that [`Model::runs_one_step`] holds true of.
-    functions_stepping_outside_loops: OnceCell<std::collections::HashSet<usize>>,
-    frameworks: OnceCell<Frameworks>,
-    summaries: std::cell::RefCell<HashMap<usize, FunctionSummary>>,
+    functions_stepping_outside_loops: OnceLock<std::collections::HashSet<usize>>,
+    frameworks: OnceLock<Frameworks>,
+    /// Function summaries by node id: each function's own, with its local callees, and the
+    /// merged ones [`Model::function_summary`] answers with.
+    own_summaries: Mutex<HashMap<usize, (FunctionSummary, Vec<Node<'a>>)>>,
+    summaries: Mutex<HashMap<usize, FunctionSummary>>,
     /// `resolve_call` answers by call node id: rules ask about the same calls many times.
-    resolved: std::cell::RefCell<HashMap<usize, CallTarget<'a>>>,
+    resolved: Mutex<HashMap<usize, CallTarget<'a>>>,
 }
 
 /// What a call refers to, as far as the checker can see.
@@ -110,9 +113,10 @@ impl<'a> Model<'a> {
             classes: Vec::new(),
             assignments: HashMap::new(),
             mentions_cuda: false,
-            loops: OnceCell::new(),
-            functions_stepping_outside_loops: OnceCell::new(),
-            frameworks: OnceCell::new(),
+            loops: OnceLock::new(),
+            functions_stepping_outside_loops: OnceLock::new(),
+            frameworks: OnceLock::new(),
+            own_summaries: Default::default(),
             summaries: Default::default(),
             resolved: Default::default(),
         };
@@ -246,11 +250,11 @@ impl<'a> Model<'a> {
 
     /// What a call refers to.
     pub fn resolve_call(&self, call: Node<'a>) -> CallTarget<'a> {
-        if let Some(target) = self.resolved.borrow().get(&call.id()) {
+        if let Some(target) = lock(&self.resolved).get(&call.id()) {
             return target.clone();
         }
         let target = self.resolve_call_uncached(call);
-        self.resolved.borrow_mut().insert(call.id(), target.clone());
+        lock(&self.resolved).insert(call.id(), target.clone());
         target
     }
 
@@ -318,17 +322,35 @@ impl<'a> Model<'a> {
         }
     }
 
-    /// The summary of a function defined in this file, following its calls of other local
-    /// functions.
+    /// The summary of a function defined in this file: what its own body does, merged with what
+    /// every function of this file it reaches through calls does. Mutually recursive functions
+    /// reach each other, so the answer does not depend on which was asked first.
     pub fn function_summary(&self, function: Node<'a>) -> FunctionSummary {
-        if let Some(summary) = self.summaries.borrow().get(&function.id()) {
+        if let Some(summary) = lock(&self.summaries).get(&function.id()) {
             return summary.clone();
         }
-        // Mark as in progress with an empty summary so recursion terminates.
-        self.summaries.borrow_mut().insert(function.id(), FunctionSummary::default());
-        let summary = summary::summarize(self, function);
-        self.summaries.borrow_mut().insert(function.id(), summary.clone());
+        let (mut summary, callees) = self.own_summary(function);
+        let mut reached = std::collections::HashSet::from([function.id()]);
+        let mut pending = callees;
+        while let Some(callee) = pending.pop() {
+            if reached.insert(callee.id()) {
+                let (own, further) = self.own_summary(callee);
+                summary.merge(&own);
+                pending.extend(further);
+            }
+        }
+        lock(&self.summaries).insert(function.id(), summary.clone());
         summary
+    }
+
+    fn own_summary(&self, function: Node<'a>) -> (FunctionSummary, Vec<Node<'a>>) {
+        if let Some(known) = lock(&self.own_summaries).get(&function.id()) {
+            return known.clone();
+        }
+        // Computed outside the lock: it resolves calls and classifies loops, which other threads
+        // linting the same model may be waiting to do.
+        let computed = summary::own_summary(self, function);
+        lock(&self.own_summaries).entry(function.id()).or_insert(computed).clone()
     }
 
     /// Whether a call goes to a helper the checker cannot see.
@@ -380,6 +402,12 @@ impl<'a> Model<'a> {
             .filter(move |i| !scope_lies_within(self.call_scopes[*i], node))
             .map(|i| self.calls[i])
     }
+}
+
+/// A model's caches hold answers, never half-made state, so one left by a panicking thread is
+/// still good.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Whether a name or string names CUDA or NCCL, in any case. Asked of every identifier of a file
@@ -464,6 +492,21 @@ impl<'a> Model<'a> {
 
 #[cfg(test)]
 mod tests {
+    /// Mutually recursive helpers reach each other: each one's summary holds what the other does,
+    /// whichever is asked first.
+    #[test]
+    fn summaries_of_mutually_recursive_functions_do_not_depend_on_order() {
+        let text = "def a(opt):\n    opt.zero_grad()\n    b(opt)\n\ndef b(opt):\n    a(opt)\n";
+        let tree = crate::parse::parse(text, None);
+        for order in [["a", "b"], ["b", "a"]] {
+            let model = Model::new(text, &tree, LintContext::default());
+            for name in order {
+                let function = model.functions_named(name)[0];
+                assert!(model.function_summary(function).zeroes_grads, "{name} asked in the order {order:?}");
+            }
+        }
+    }
+
     /// The descent from the top-level statement finds the ancestors `Node::parent` finds, for
     /// every node of every fixture and example.
     #[test]

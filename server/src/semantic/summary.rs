@@ -34,7 +34,9 @@ impl FunctionSummary {
     }
 }
 
-pub(super) fn summarize<'a>(model: &Model<'a>, function: Node<'a>) -> FunctionSummary {
+/// What `function` does in its own body, and the functions of this file it calls (other than
+/// itself): [`Model::function_summary`] merges in what those do.
+pub(super) fn own_summary<'a>(model: &Model<'a>, function: Node<'a>) -> (FunctionSummary, Vec<Node<'a>>) {
     let mut summary = FunctionSummary {
         runs_under_no_grad: ast::decorators(function).iter().any(|d| model.is_grad_disabling(*d)),
         has_step_loop: model.loop_indices_within(function).any(|i| model.loops()[i].kind == super::LoopKind::Step)
@@ -42,7 +44,8 @@ pub(super) fn summarize<'a>(model: &Model<'a>, function: Node<'a>) -> FunctionSu
                 && ast::method_class(function).is_some()),
         ..FunctionSummary::default()
     };
-    let Some(body) = function.child_by_field_name("body") else { return summary };
+    let mut callees = Vec::new();
+    let Some(body) = function.child_by_field_name("body") else { return (summary, callees) };
     summary.runs_one_step = model.runs_one_step(function);
     for call in model.own_calls_within(body) {
         let name = ast::callee_name(call, model.text).unwrap_or_default();
@@ -55,30 +58,18 @@ pub(super) fn summarize<'a>(model: &Model<'a>, function: Node<'a>) -> FunctionSu
         summary.zeroes_grads |= name == "zero_grad";
         summary.enters_autocast |= model.is_autocast(call);
         match model.resolve_call(call) {
-            CallTarget::Local(callee) if callee.id() != function.id() => summary.merge(&model.function_summary(callee)),
+            CallTarget::Local(callee) if callee.id() != function.id() => callees.push(callee),
             CallTarget::Project(other) => summary.merge(&other),
             CallTarget::Unseen => summary.calls_unseen = true,
             _ => {}
         }
     }
-    summary.enters_autocast |= has_autocast_with(model, body);
+    summary.enters_autocast |= ast::any_in_scope(body, |node| {
+        node.kind() == "with_statement" && super::contexts::with_items(node).iter().any(|i| model.is_autocast(*i))
+    });
     summary.zeroes_grads |= sets_grad_to_none(model, body);
     summary.enables_checkpointing |= model.text[body.byte_range()].contains(".gradient_checkpointing = True");
-    summary
-}
-
-fn has_autocast_with<'a>(model: &Model<'a>, body: Node<'a>) -> bool {
-    let mut stack = vec![body];
-    let mut cursor = body.walk();
-    while let Some(node) = stack.pop() {
-        if node.kind() == "with_statement" && super::contexts::with_items(node).iter().any(|i| model.is_autocast(*i)) {
-            return true;
-        }
-        if node.id() == body.id() || !ast::is_function_boundary(node) {
-            stack.extend(node.named_children(&mut cursor).collect::<Vec<_>>());
-        }
-    }
-    false
+    (summary, callees)
 }
 
 /// `p.grad = None` (in a loop over parameters) zeroes gradients too.
