@@ -57,7 +57,12 @@ impl Frameworks {
     pub(super) fn read(model: &Model<'_>) -> Self {
         let mut frameworks = Frameworks::default();
         let source = model.text;
-        for call in &model.calls {
+        // Every setting below is switched on, never off, so the calls can come in any order.
+        let named_like_a_framework = model.calls_by_name.iter().filter(|(name, _)| {
+            is_framework_name(name)
+                || model.imports.binding(name).is_some_and(|b| is_framework_name(final_name(&b.qualified)))
+        });
+        for call in named_like_a_framework.flat_map(|(_, calls)| calls) {
             if !may_configure(*call, model) {
                 continue;
             }
@@ -123,29 +128,36 @@ fn may_configure(call: Node<'_>, model: &Model<'_>) -> bool {
     let Some(callee) = ast::callee(call) else { return false };
     let last = match callee.kind() {
         "attribute" => callee.child_by_field_name("attribute").map(|a| model.node_text(a)),
-        "identifier" => model.imports.binding(model.node_text(callee)).and_then(|b| b.qualified.rsplit('.').next()),
+        "identifier" => model.imports.binding(model.node_text(callee)).map(|b| final_name(&b.qualified)),
         _ => None,
     };
-    last.is_some_and(|name| {
-        name.ends_with("Arguments")
-            || name.ends_with("Config")
-            || name.ends_with("Trainer")
-            || matches!(
-                name,
-                "Accelerator"
-                    | "HfArgumentParser"
-                    | "TrlParser"
-                    | "Fabric"
-                    | "initialize"
-                    | "init_inference"
-                    | "prepare_model_for_kbit_training"
-                    | "prepare_model_for_int8_training"
-                    | "MixedPrecision"
-                    | "MixedPrecisionPolicy"
-                    | "FullyShardedDataParallel"
-                    | "fully_shard"
-            )
-    })
+    last.is_some_and(is_framework_name)
+}
+
+fn final_name(qualified: &str) -> &str {
+    qualified.rsplit('.').next().unwrap_or_default()
+}
+
+/// The final names of the calls [`Frameworks::read`] matches on.
+fn is_framework_name(name: &str) -> bool {
+    name.ends_with("Arguments")
+        || name.ends_with("Config")
+        || name.ends_with("Trainer")
+        || matches!(
+            name,
+            "Accelerator"
+                | "HfArgumentParser"
+                | "TrlParser"
+                | "Fabric"
+                | "initialize"
+                | "init_inference"
+                | "prepare_model_for_kbit_training"
+                | "prepare_model_for_int8_training"
+                | "MixedPrecision"
+                | "MixedPrecisionPolicy"
+                | "FullyShardedDataParallel"
+                | "fully_shard"
+        )
 }
 
 /// Any of `keys` passed with a value that is not literally off (`True`, `"bf16-mixed"`, `args.fp16`).
