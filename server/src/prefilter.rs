@@ -128,6 +128,51 @@ pub fn has_loop_line(text: &str, range: std::ops::Range<usize>) -> bool {
     })
 }
 
+/// Whether `text` could hold a call that [`crate::semantic::Model::calls_a_model`] takes for a
+/// model call: a name containing a model-like fragment (`model`, `encoder`, ...) and not `loss`,
+/// followed by `(`, or by `.generate(` or `.forward(`. Names are read as whole tokens, so
+/// `self.text_encoder(x)` and `model.generate(ids)` count; strings and comments may count too,
+/// which only lets more through. A comment between the name and what follows counts as a call.
+pub fn could_call_a_model(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let is_name_byte = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b >= 0x80;
+    let skip_space = |mut at: usize| {
+        while at < bytes.len() && matches!(bytes[at], b' ' | b'\t' | b'\r' | b'\n' | b'\\') {
+            at += 1;
+        }
+        at
+    };
+    let opens_call = |at: usize| matches!(bytes.get(skip_space(at)), Some(b'(' | b'#'));
+    let mut at = 0;
+    while at < bytes.len() {
+        if !is_name_byte(bytes[at]) {
+            at += 1;
+            continue;
+        }
+        let start = at;
+        while at < bytes.len() && is_name_byte(bytes[at]) {
+            at += 1;
+        }
+        let name = text[start..at].to_ascii_lowercase();
+        if !crate::semantic::names::MODEL_NAME_FRAGMENTS.iter().any(|f| name.contains(f)) || name.contains("loss") {
+            continue;
+        }
+        let next = skip_space(at);
+        let method_call = bytes.get(next) == Some(&b'.') && {
+            let method = skip_space(next + 1);
+            ["generate", "forward"].iter().any(|m| {
+                text[method..].starts_with(m)
+                    && !bytes.get(method + m.len()).copied().is_some_and(is_name_byte)
+                    && opens_call(method + m.len())
+            })
+        };
+        if opens_call(at) || method_call {
+            return true;
+        }
+    }
+    false
+}
+
 /// Whether the call whose argument list opens at `open` (the byte of its `(`) passes `keyword`
 /// as a keyword argument of its own (`keyword=`, not inside a nested call, a string or a
 /// comment). `None` when the argument list does not close: the caller cannot tell.
@@ -276,6 +321,32 @@ pub fn indentation(line: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_model_call_is_a_model_like_name_called() {
+        for call in [
+            "out = model(x)",
+            "out = self.text_encoder (x)",
+            "ids = model.generate(ids)",
+            "h = net . forward(x)",
+            "y = Backbone(\n  x)",
+            "y = model \\\n (x)",
+            "y = model  # why\n",
+        ] {
+            assert!(could_call_a_model(call), "{call}");
+        }
+        for not_a_call in [
+            "model = build()",
+            "loss = model_loss(x)",
+            "n = len(models)",
+            "x = model.generated(ids)",
+            "x = model.forward_hooks",
+            "optimizer.step()",
+            "x = remodel",
+        ] {
+            assert!(!could_call_a_model(not_a_call), "{not_a_call}");
+        }
+    }
 
     fn enclosing_of(text: &str, needle: &str) -> Enclosing<'static> {
         let text: &'static str = Box::leak(text.to_owned().into_boxed_str());

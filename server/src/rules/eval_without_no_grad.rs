@@ -108,13 +108,17 @@ const NO_GRAD_HOOKS: &[&str] = &["validation_step", "test_step", "predict_step"]
 
 /// An eval loop is a loop in a function named like an eval function, or a loop after a
 /// `<model>.eval()` call.
+/// The loop must call a model, so the text from the loop's function (or from the `.eval()` call)
+/// on must hold a call that could be one.
 fn could_have_an_eval_loop(text: &str) -> bool {
+    let could_hold_eval_loop = |span: std::ops::Range<usize>| {
+        prefilter::has_loop_line(text, span.clone()) && prefilter::could_call_a_model(&text[span])
+    };
     let loop_after_eval_call = memchr::memmem::find_iter(text.as_bytes(), b"eval")
         .find(|at| text[..*at].trim_end_matches([' ', '\t']).ends_with('.'))
-        .is_some_and(|at| prefilter::has_loop_line(text, prefilter::line_start(text, at)..text.len()));
+        .is_some_and(|at| could_hold_eval_loop(prefilter::line_start(text, at)..text.len()));
     loop_after_eval_call
-        || prefilter::defined_functions(text)
-            .any(|f| is_eval_function_name(f.name) && prefilter::has_loop_line(text, f.span))
+        || prefilter::defined_functions(text).any(|f| is_eval_function_name(f.name) && could_hold_eval_loop(f.span))
 }
 
 fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
