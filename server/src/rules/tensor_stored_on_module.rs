@@ -163,13 +163,23 @@ fn could_store_in_forward(text: &str) -> bool {
     })
 }
 
-/// `<attr> = ...` or `<attr>: T = ...` follows, not a comparison or a call.
+/// `<attr> = ...` or `<attr>: T = ...` follows, not a comparison or a call, with a value that
+/// could be computed: an attribute named like a loss, or a value that is a literal constant on
+/// its own line (`self.cache = None`), never holds a tensor the rule reports.
 fn assigns_attribute(rest: &str) -> bool {
     let name_end = rest.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(rest.len());
     let after = rest[name_end..].trim_start_matches([' ', '\t']);
     let line = after.split('\n').next().unwrap_or(after);
-    (name_end > 0)
-        && ((after.starts_with('=') && !after.starts_with("==")) || (after.starts_with(':') && line.contains('=')))
+    let assigns =
+        (after.starts_with('=') && !after.starts_with("==")) || (after.starts_with(':') && line.contains('='));
+    if name_end == 0 || !assigns || rest[..name_end].to_ascii_lowercase().contains("loss") {
+        return false;
+    }
+    let value = line.split_once('=').map_or("", |(_, value)| value).trim_matches([' ', '\t', '\r']);
+    let is_number = !value.is_empty()
+        && value.starts_with(|c: char| c.is_ascii_digit())
+        && value.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '_');
+    !(matches!(value, "None" | "True" | "False") || is_number)
 }
 
 fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
@@ -429,4 +439,27 @@ fn detach_fix<'a>(model: &Model<'a>, forward: Node<'a>, value: Node<'a>, at: Nod
         }
     }
     (!edits.is_empty()).then(|| Fix::unsafe_edits("Store a detached tensor: append `.detach()`", edits))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::could_store_in_forward;
+
+    fn in_forward(statement: &str) -> String {
+        format!("class M(nn.Module):\n    def forward(self, x):\n        {statement}\n        return x\n")
+    }
+
+    /// The prefilter lets through what the rule could report, and only constants and loss
+    /// attributes are left out.
+    #[test]
+    fn only_constants_and_losses_are_left_out_of_forward_stores() {
+        for kept in ["self.h = x", "self.h: Tensor = x * 2", "self.h = torch.zeros(3)", "self.h = None if x else x"] {
+            assert!(could_store_in_forward(&in_forward(kept)), "{kept}");
+        }
+        for left_out in ["self.cache = None", "self.ready = True", "self.n = 0", "self.scale: float = 1.5e-3"] {
+            assert!(!could_store_in_forward(&in_forward(left_out)), "{left_out}");
+        }
+        assert!(!could_store_in_forward(&in_forward("self.aux_loss = x.mean()")));
+        assert!(!could_store_in_forward(&in_forward("self.h == x")));
+    }
 }
