@@ -176,9 +176,7 @@ fn assigns_attribute(rest: &str) -> bool {
         return false;
     }
     let value = line.split_once('=').map_or("", |(_, value)| value).trim_matches([' ', '\t', '\r']);
-    let is_number = !value.is_empty()
-        && value.starts_with(|c: char| c.is_ascii_digit())
-        && value.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '_');
+    let is_number = value.starts_with(|c: char| c.is_ascii_digit()) && value.replace('_', "").parse::<f64>().is_ok();
     !(matches!(value, "None" | "True" | "False") || is_number)
 }
 
