@@ -57,6 +57,7 @@ kind_sets! {
     ATTRIBUTE = ["attribute"];
     ARGUMENT_LIST = ["argument_list"];
     KEYWORD_ARGUMENT = ["keyword_argument"];
+    WITH = ["with_statement"];
 }
 
 /// Declares a `LazyLock<u16>` per field name of the grammar.
@@ -98,7 +99,7 @@ mod tests {
 
     #[test]
     fn membership_agrees_with_kind_names_on_every_node() {
-        let text = "import torch\nmatch = 1\nclass A:\n    def f(self):\n        for x in y: g(lambda: x)\nwhile z: s = 'cuda'\n";
+        let text = "import torch\nmatch = 1\nclass A:\n    def f(self):\n        for x in y: g(lambda: x)\nwhile z: s = 'cuda'\nwith a as b: pass\n";
         let tree = parse(text, None);
         let mut cursor = tree.walk();
         let mut seen = 0;
@@ -109,6 +110,7 @@ mod tests {
                 (&*FUNCTION_BOUNDARY, &["function_definition", "class_definition", "lambda"][..]),
                 (&*NAME_OR_STRING, &["string_content", "identifier"][..]),
                 (&*CALL, &["call"][..]),
+                (&*WITH, &["with_statement"][..]),
             ] {
                 assert_eq!(set.contains(node), node.is_named() && names.contains(&node.kind()), "{}", node.kind());
             }

@@ -5,6 +5,7 @@ use tree_sitter::Node;
 use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
 use crate::diagnostic::Severity;
 use crate::fix::{Edit, Fix};
+use crate::grammar_ids;
 use crate::lint::Checker;
 use crate::semantic::{CallTarget, LoopInfo, Model, ast, contexts_with_items};
 use crate::text::{TextRange, indentation_at, line_ending};
@@ -159,7 +160,7 @@ fn loop_uses_autocast<'a>(model: &Model<'a>, step_loop: &LoopInfo<'a>) -> bool {
         return true;
     }
     let enters_autocast = |current: Node<'_>| {
-        current.kind() == "with_statement"
+        grammar_ids::WITH.contains(current)
             && contexts_with_items(current).iter().any(|item| {
                 model.is_autocast(*item)
                     || (item.kind() == "call"

@@ -107,23 +107,27 @@ pub fn is_function_boundary(node: Node<'_>) -> bool {
 /// node, where collecting children does.
 pub fn any_in_scope(node: Node<'_>, mut found: impl FnMut(Node<'_>) -> bool) -> bool {
     let mut cursor = node.walk();
+    // Counted here: the cursor's own depth is recomputed from its whole stack on each call.
+    let mut depth = 0usize;
     loop {
         let current = cursor.node();
         if current.is_named() && found(current) {
             return true;
         }
-        let descend = cursor.depth() == 0 || !is_function_boundary(current);
+        let descend = depth == 0 || !is_function_boundary(current);
         if descend && cursor.goto_first_child() {
+            depth += 1;
             continue;
         }
         loop {
-            if cursor.depth() == 0 {
+            if depth == 0 {
                 return false;
             }
             if cursor.goto_next_sibling() {
                 break;
             }
             cursor.goto_parent();
+            depth -= 1;
         }
     }
 }

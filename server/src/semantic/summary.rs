@@ -65,7 +65,8 @@ pub(super) fn own_summary<'a>(model: &Model<'a>, function: Node<'a>) -> (Functio
         }
     }
     summary.enters_autocast |= ast::any_in_scope(body, |node| {
-        node.kind() == "with_statement" && super::contexts::with_items(node).iter().any(|i| model.is_autocast(*i))
+        crate::grammar_ids::WITH.contains(node)
+            && super::contexts::with_items(node).iter().any(|i| model.is_autocast(*i))
     });
     summary.zeroes_grads |= sets_grad_to_none(model, body);
     summary.enables_checkpointing |= model.text[body.byte_range()].contains(".gradient_checkpointing = True");
