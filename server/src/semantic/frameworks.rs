@@ -57,15 +57,15 @@ impl Frameworks {
     pub(super) fn read(model: &Model<'_>) -> Self {
         let mut frameworks = Frameworks::default();
         let source = model.text;
-        // Every setting below is switched on, never off, so the calls can come in any order.
+        // Only calls whose final name a framework uses (that of `a.b.C(...)` is `C`; of a bare
+        // `C(...)`, the last part of what the import of `C` binds) get a qualified name, which
+        // costs a walk of the callee and an allocation. Every setting below is switched on,
+        // never off, so the calls can come in any order.
         let named_like_a_framework = model.calls_by_name.iter().filter(|(name, _)| {
             is_framework_name(name)
                 || model.imports.binding(name).is_some_and(|b| is_framework_name(final_name(&b.qualified)))
         });
         for call in named_like_a_framework.flat_map(|(_, calls)| calls) {
-            if !may_configure(*call, model) {
-                continue;
-            }
             let Some(qualified) = model.call_qualified_name(*call) else { continue };
             let root = qualified.split('.').next().unwrap_or_default();
             let last = qualified.rsplit('.').next().unwrap_or_default();
@@ -119,19 +119,6 @@ impl Frameworks {
         frameworks.deepspeed_precision = deepspeed_config_enables_precision(model);
         frameworks
     }
-}
-
-/// Whether a call's final name is one that [`Frameworks::read`] matches on: the qualified name,
-/// which costs a walk of the callee and an allocation, is built only for those. The final name of
-/// `a.b.C(...)` is `C`; of a bare `C(...)`, the last part of what the import of `C` binds.
-fn may_configure(call: Node<'_>, model: &Model<'_>) -> bool {
-    let Some(callee) = ast::callee(call) else { return false };
-    let last = match callee.kind() {
-        "attribute" => callee.child_by_field_name("attribute").map(|a| model.node_text(a)),
-        "identifier" => model.imports.binding(model.node_text(callee)).map(|b| final_name(&b.qualified)),
-        _ => None,
-    };
-    last.is_some_and(is_framework_name)
 }
 
 fn final_name(qualified: &str) -> &str {
