@@ -358,7 +358,6 @@ impl<'a> Model<'a> {
         matches!(self.resolve_call(call), CallTarget::Unseen)
     }
 
-    /// Indices into `calls` of the calls inside `node` (the node itself included).
     /// The indices in `loop_nodes` of the loops inside `node` (the node itself included).
     fn loop_indices_within(&self, node: Node<'_>) -> impl Iterator<Item = usize> + '_ {
         let (start, end) = (node.start_byte(), node.end_byte());
@@ -383,6 +382,7 @@ impl<'a> Model<'a> {
         stepping.contains(&function.id())
     }
 
+    /// Indices into `calls` of the calls inside `node` (the node itself included).
     fn call_indices_within(&self, node: Node<'_>) -> impl Iterator<Item = usize> + '_ {
         let (start, end) = (node.start_byte(), node.end_byte());
         let first = self.calls.partition_point(|c| c.start_byte() < start);
