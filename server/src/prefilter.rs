@@ -144,6 +144,8 @@ pub fn could_call_a_model(text: &str) -> bool {
     };
     let opens_call = |at: usize| matches!(bytes.get(skip_space(at)), Some(b'(' | b'#'));
     let mut at = 0;
+    // One buffer for every name's lower-case copy: this runs over whole functions of a file.
+    let mut name = String::new();
     while at < bytes.len() {
         if !is_name_byte(bytes[at]) {
             at += 1;
@@ -153,7 +155,9 @@ pub fn could_call_a_model(text: &str) -> bool {
         while at < bytes.len() && is_name_byte(bytes[at]) {
             at += 1;
         }
-        let name = text[start..at].to_ascii_lowercase();
+        name.clear();
+        name.push_str(&text[start..at]);
+        name.make_ascii_lowercase();
         if !crate::semantic::names::MODEL_NAME_FRAGMENTS.iter().any(|f| name.contains(f)) || name.contains("loss") {
             continue;
         }
@@ -224,7 +228,7 @@ fn string_end(bytes: &[u8], start: usize, quote: u8) -> Option<usize> {
         match bytes[at] {
             b'\\' => at += 2,
             b'\n' if !triple => return None,
-            byte if byte == quote && bytes[at..].starts_with(&vec![quote; delimiter]) => return Some(at + delimiter),
+            byte if byte == quote && bytes[at..].starts_with(&[quote; 3][..delimiter]) => return Some(at + delimiter),
             _ => at += 1,
         }
     }

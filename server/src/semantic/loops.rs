@@ -171,7 +171,7 @@ fn classify<'a>(model: &Model<'a>) -> Vec<LoopInfo<'a>> {
     let mut contains_step = vec![false; loops.len()];
     for (i, step_loop) in loops.iter().enumerate().filter(|(i, _)| is_step[*i]) {
         if let Some(scope) = model.ancestors(*step_loop).find(|n| ast::is_function_boundary(*n))
-            && scope.kind() == "function_definition"
+            && crate::grammar_ids::FUNCTION.contains(scope)
         {
             step_functions.insert(scope.id());
         }

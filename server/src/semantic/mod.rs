@@ -375,7 +375,7 @@ impl<'a> Model<'a> {
                 .iter()
                 .filter_map(|call| self.call_index(*call))
                 .filter(|i| self.call_loops[*i].is_none())
-                .filter_map(|i| self.call_scopes[i].filter(|s| s.kind() == "function_definition"))
+                .filter_map(|i| self.call_scopes[i].filter(|s| crate::grammar_ids::FUNCTION.contains(*s)))
                 .map(|scope| scope.id())
                 .collect()
         });
