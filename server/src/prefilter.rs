@@ -264,6 +264,8 @@ pub fn enclosing_function(text: &str, line_start: usize) -> Enclosing<'_> {
     // The indentation of a multi-line header whose closing line (`) -> None:`) was just passed.
     let mut open_header: Option<usize> = None;
     let mut end = line_start;
+    // Whether the line being read opens the multi-line header that `open_header` closed.
+    let mut opens_header;
     while end > 0 {
         let start = self::line_start(text, end - 1);
         let line = &text[start..end - 1];
@@ -273,10 +275,14 @@ pub fn enclosing_function(text: &str, line_start: usize) -> Enclosing<'_> {
             continue;
         }
         let indent = line.len() - code.len();
+        opens_header = false;
         match open_header {
             Some(header) if indent > header => continue,
             Some(header) if indent < header => return Enclosing::Unknown,
-            Some(_) => open_header = None,
+            Some(_) => {
+                open_header = None;
+                opens_header = true;
+            }
             None if indent >= threshold => continue,
             None => {}
         }
@@ -287,7 +293,8 @@ pub fn enclosing_function(text: &str, line_start: usize) -> Enclosing<'_> {
             return Enclosing::NoFunction;
         }
         let header = code.split('#').next().unwrap_or(code).trim_end();
-        if header.ends_with(':') && COMPOUND_KEYWORDS.iter().any(|k| starts_with_word(code, k)) {
+        // `if (` opens a header that a later `):` line closes.
+        if (header.ends_with(':') || opens_header) && COMPOUND_KEYWORDS.iter().any(|k| starts_with_word(code, k)) {
             threshold = indent;
         } else if header.ends_with(':') && code.starts_with([')', ']']) {
             open_header = Some(indent);
@@ -368,6 +375,17 @@ mod tests {
     fn class_bodies_and_module_level_are_outside_functions() {
         assert_eq!(enclosing_of("class A:\n    x = 1\n", "x = 1"), Enclosing::NoFunction);
         assert_eq!(enclosing_of("import torch\nfor x in y:\n    z = x\n", "z = x"), Enclosing::NoFunction);
+    }
+
+    #[test]
+    fn multi_line_block_headers_are_followed_out() {
+        let text = "def forward(self, x):\n    if (\n        x is not None\n        and x.ndim > 1\n    ):\n        self.h = x\n";
+        assert_eq!(enclosing_of(text, "self.h"), Enclosing::Function("forward"));
+        let text = "class A:\n    x = 1\n    with (\n        open(f) as g,\n    ):\n        y = 2\n";
+        assert_eq!(enclosing_of(text, "y = 2"), Enclosing::NoFunction);
+        // The line the closing `):` leads back to must open a block.
+        let text = "def forward(self, x):\n    y = (\n        x\n    ):\n        self.h = x\n";
+        assert_eq!(enclosing_of(text, "self.h"), Enclosing::Unknown);
     }
 
     #[test]

@@ -6,7 +6,7 @@ use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
 use crate::diagnostic::Severity;
 use crate::fix::{Edit, Fix};
 use crate::lint::Checker;
-use crate::prefilter;
+use crate::prefilter::{self, Enclosing};
 use crate::semantic::{Model, ast, is_eval_function_name};
 use crate::text::{TextRange, indentation_at, line_ending};
 
@@ -107,18 +107,48 @@ const NOT_RUNNING_PREFIXES: &[&str] = &[
 const NO_GRAD_HOOKS: &[&str] = &["validation_step", "test_step", "predict_step"];
 
 /// An eval loop is a loop in a function named like an eval function, or a loop after a
-/// `<model>.eval()` call.
-/// The loop must call a model, so the text from the loop's function (or from the `.eval()` call)
-/// on must hold a call that could be one.
+/// `<model>.eval()` call in the same function.
+/// The loop must call a model, so the text from the loop's function (or from the `.eval()` call
+/// to the end of its function) must hold a call that could be one.
 fn could_have_an_eval_loop(text: &str) -> bool {
     let could_hold_eval_loop = |span: std::ops::Range<usize>| {
         prefilter::has_loop_line(text, span.clone()) && prefilter::could_call_a_model(&text[span])
     };
+    let functions: Vec<prefilter::DefinedFunction<'_>> = prefilter::defined_functions(text).collect();
     let loop_after_eval_call = memchr::memmem::find_iter(text.as_bytes(), b"eval")
-        .find(|at| text[..*at].trim_end_matches([' ', '\t']).ends_with('.'))
-        .is_some_and(|at| could_hold_eval_loop(prefilter::line_start(text, at)..text.len()));
+        .filter(|at| {
+            text[..*at].trim_end_matches([' ', '\t']).ends_with('.') && has_no_positional_args(&text[at + 4..])
+        })
+        .any(|at| {
+            let line_start = prefilter::line_start(text, at);
+            // The loop must be in the call's own function; the span of a function found by the
+            // line scan covers its body, or more.
+            let end = match prefilter::enclosing_function(text, line_start) {
+                Enclosing::Function(name) => functions
+                    .iter()
+                    .filter(|f| f.name == name && f.span.contains(&at))
+                    .map(|f| f.span.end)
+                    .max()
+                    .unwrap_or(text.len()),
+                Enclosing::NoFunction | Enclosing::Unknown => text.len(),
+            };
+            could_hold_eval_loop(line_start..end)
+        });
     loop_after_eval_call
-        || prefilter::defined_functions(text).any(|f| is_eval_function_name(f.name) && could_hold_eval_loop(f.span))
+        || functions.iter().any(|f| is_eval_function_name(f.name) && could_hold_eval_loop(f.span.clone()))
+}
+
+/// What follows `eval` could be an argument list without positional arguments: `()`, keywords
+/// only, a splat, or something the scan does not read (a comment, a line continuation).
+fn has_no_positional_args(after_name: &str) -> bool {
+    let Some(arguments) = after_name.trim_start_matches([' ', '\t']).strip_prefix('(') else { return false };
+    let first = arguments.trim_start();
+    if first.starts_with([')', '*', '#', '\\']) {
+        return true;
+    }
+    let name_end = first.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(first.len());
+    let after = first[name_end..].trim_start();
+    name_end > 0 && after.starts_with('=') && !after.starts_with("==")
 }
 
 fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
@@ -275,4 +305,33 @@ fn yields(node: Node<'_>) -> bool {
         }
     }
     false
+}
+
+#[cfg(test)]
+mod prefilter_tests {
+    use super::could_have_an_eval_loop;
+
+    #[test]
+    fn an_eval_call_admits_loops_of_its_own_function_only() {
+        let admitted = [
+            "def run(model, data):\n    model.eval()\n    for x in data:\n        model(x)\n",
+            "model.eval()\nfor x in data:\n    model(x)\n",
+            "def run(model, data):\n    model.eval(  # why\n    )\n    for x in data:\n        model(x)\n",
+            "def run(model, data):\n    model.eval(mode=True)\n    for x in data:\n        model(x)\n",
+            // A nested function of the same name ends before the loop; the outer one does not.
+            "def run(model, data):\n    def run():\n        pass\n    model.eval()\n    def other():\n        pass\n    for x in data:\n        model(x)\n",
+            "def evaluate(model, data):\n    for x in data:\n        model(x)\n",
+        ];
+        for text in admitted {
+            assert!(could_have_an_eval_loop(text), "{text}");
+        }
+        let turned_away = [
+            "def setup(model):\n    model.eval()\n\ndef train(model, data):\n    for x in data:\n        model(x)\n",
+            "def run(df, data):\n    df.eval('a + b')\n    for x in data:\n        model(x)\n",
+            "def run(model, data):\n    for x in data:\n        model(x)\n    model.eval()\n",
+        ];
+        for text in turned_away {
+            assert!(!could_have_an_eval_loop(text), "{text}");
+        }
+    }
 }
