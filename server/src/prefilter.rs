@@ -220,7 +220,7 @@ pub fn passes_keyword(text: &str, open: usize, keyword: &str) -> Option<bool> {
 
 /// The byte after the string literal that opens with `quote` at `start` (a triple quote if three
 /// follow); `None` if it never closes.
-fn string_end(bytes: &[u8], start: usize, quote: u8) -> Option<usize> {
+pub fn string_end(bytes: &[u8], start: usize, quote: u8) -> Option<usize> {
     let triple = bytes[start..].starts_with(&[quote; 3]);
     let delimiter = if triple { 3 } else { 1 };
     let mut at = start + delimiter;

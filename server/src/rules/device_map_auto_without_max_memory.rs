@@ -15,7 +15,10 @@ pub const RULE: Rule = Rule {
     severity: Severity::Info,
     fix: FixAvailability::DisplayOnly,
     query: include_str!("../../../queries/python/device_map_auto_without_max_memory.scm"),
-    prefilter: Prefilter { all_of: &[&["device_map"], &["\"auto\"", "'auto'"], &["from_pretrained"]], scan: None },
+    prefilter: Prefilter {
+        all_of: &[&["device_map"], &["\"auto\"", "'auto'"], &["from_pretrained"]],
+        scan: Some(passes_device_map_auto),
+    },
     check,
     doc: DOC,
     knowledge: Some("cuda/oom-other-processes"),
@@ -95,6 +98,28 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
         .with_fix(fix);
 }
 
+/// Some `device_map="auto"` keyword (or an assignment that looks the same) is in the text: a
+/// `device_map` that is a variable or a comparison is never flagged.
+fn passes_device_map_auto(text: &str) -> bool {
+    let blank = [' ', '\t', '\r', '\n', '\\'];
+    memchr::memmem::find_iter(text.as_bytes(), b"device_map").any(|at| {
+        let Some(value) = text[at + "device_map".len()..].trim_start_matches(blank).strip_prefix('=') else {
+            return false;
+        };
+        if value.starts_with('=') {
+            return false;
+        }
+        let value = value.trim_start_matches(blank);
+        if value.starts_with('#') {
+            return true;
+        }
+        let value = value.trim_start_matches(['r', 'R', 'u', 'U']);
+        let Some(quote) = value.chars().next().filter(|c| matches!(c, '"' | '\'')) else { return false };
+        let quotes = if value.starts_with(&quote.to_string().repeat(3)) { 3 } else { 1 };
+        value[quotes..].strip_prefix("auto").is_some_and(|rest| rest.starts_with(quote))
+    })
+}
+
 /// `AutoModelForCausalLM.from_pretrained(...)`, `transformers.AutoModel.from_pretrained(...)`:
 /// the receiver resolves to one of the loader libraries.
 fn is_library_from_pretrained(model: &Model<'_>, call: Node<'_>) -> bool {
@@ -129,6 +154,23 @@ mod tests {
         let found = lint_text(SOURCE, LintContext::default(), &settings);
         let fix = found[0].fix.as_ref().expect("a display-only template");
         (fix.applicability, fix.edits[0].content.clone())
+    }
+
+    #[test]
+    fn the_prefilter_wants_an_auto_keyword() {
+        for admitted in [
+            "f(device_map=\"auto\")",
+            "f(device_map = 'auto')",
+            "f(device_map=\\\n    \"auto\")",
+            "f(device_map=r'auto')",
+            "f(device_map=\"\"\"auto\"\"\")",
+            "f(device_map=  # placement\n  \"auto\")",
+        ] {
+            assert!(super::passes_device_map_auto(admitted), "{admitted}");
+        }
+        for turned_away in ["if device_map == \"auto\":", "f(device_map=device_map)", "f(device_map=\"auto_split\")"] {
+            assert!(!super::passes_device_map_auto(turned_away), "{turned_away}");
+        }
     }
 
     #[test]

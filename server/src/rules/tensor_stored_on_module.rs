@@ -147,11 +147,15 @@ enum Origin {
     Computed,
 }
 
-/// Some line of a `forward` body (or a line the scan cannot place) assigns to `self.<attr>`.
+/// Some line of a `forward` body (or a line the scan cannot place) assigns to `self.<attr>` a
+/// value that could hold a tensor.
 fn could_store_in_forward(text: &str) -> bool {
     memchr::memmem::find_iter(text.as_bytes(), b"self.").any(|at| {
         let before = text[..at].chars().next_back();
-        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.') || !assigns_attribute(&text[at + 5..]) {
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.')
+            || !starts_a_target(text, at)
+            || !assigns_attribute(&text[at + 5..])
+        {
             return false;
         }
         let line_start = prefilter::line_start(text, at);
@@ -161,6 +165,13 @@ fn could_store_in_forward(text: &str) -> bool {
             Enclosing::Unknown => true,
         }
     })
+}
+
+/// `self.` at `at` begins an assignment's target: it opens its line or follows `=` (a chained
+/// assignment), `;` or `:` (a one-line block); in a tuple, a call or an expression it does not.
+fn starts_a_target(text: &str, at: usize) -> bool {
+    let before = text[prefilter::line_start(text, at)..at].trim_matches([' ', '\t']);
+    before.is_empty() || before.ends_with(['=', ';', ':'])
 }
 
 /// `<attr> = ...` or `<attr>: T = ...` follows, not a comparison or a call, with a value that
@@ -175,9 +186,53 @@ fn assigns_attribute(rest: &str) -> bool {
     if name_end == 0 || !assigns || rest[..name_end].to_ascii_lowercase().contains("loss") {
         return false;
     }
-    let value = line.split_once('=').map_or("", |(_, value)| value).trim_matches([' ', '\t', '\r']);
-    let is_number = value.starts_with(|c: char| c.is_ascii_digit()) && value.replace('_', "").parse::<f64>().is_ok();
-    !(matches!(value, "None" | "True" | "False") || is_number)
+    let Some((_, value)) = after.split_once('=') else { return false };
+    let line = value.split('\n').next().unwrap_or(value).trim_matches([' ', '\t', '\r']);
+    let is_number = line.starts_with(|c: char| c.is_ascii_digit()) && line.replace('_', "").parse::<f64>().is_ok();
+    !(matches!(line, "None" | "True" | "False") || is_number || is_a_test(value))
+}
+
+/// The value (the text after `=`) is a comparison, `and`/`or` or `not` at its top level, which
+/// holds a bool, never a tensor with history. Read up to the end of its logical line, with
+/// strings and bracketed parts left out; anything the scan cannot read counts as not a test.
+fn is_a_test(value: &str) -> bool {
+    let bytes = value.as_bytes();
+    let mut top = String::from(" ");
+    let (mut depth, mut at) = (0usize, 0);
+    while at < bytes.len() {
+        match bytes[at] {
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' => {
+                let Some(outer) = depth.checked_sub(1) else { return false };
+                depth = outer;
+                top.push(' ');
+            }
+            quote @ (b'"' | b'\'') => {
+                let Some(end) = prefilter::string_end(bytes, at, quote) else { return false };
+                at = end;
+                top.push_str(" S ");
+                continue;
+            }
+            b'#' => {
+                at = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |i| at + i);
+                continue;
+            }
+            b'\\' => return false,
+            b'\n' | b';' if depth == 0 => break,
+            byte if depth == 0 => top.push(char::from(byte)),
+            _ => {}
+        }
+        at += 1;
+    }
+    if !top.is_ascii() {
+        return false;
+    }
+    top.push(' ');
+    let top = top.replace("<<", " ").replace(">>", " ").replace('\t', " ");
+    let is_conditional = top.contains(" if ") || top.contains(" lambda ");
+    let is_test = [" == ", "!=", "<", ">", " is ", " in ", " and ", " or "].iter().any(|op| top.contains(op))
+        || top.trim_start().starts_with("not ");
+    !is_conditional && is_test
 }
 
 fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
@@ -447,14 +502,36 @@ mod tests {
         format!("class M(nn.Module):\n    def forward(self, x):\n        {statement}\n        return x\n")
     }
 
-    /// The prefilter lets through what the rule could report, and only constants and loss
-    /// attributes are left out.
+    /// The prefilter lets through what the rule could report, and only constants, tests, loss
+    /// attributes and `self.` outside an assignment's target are left out.
     #[test]
-    fn only_constants_and_losses_are_left_out_of_forward_stores() {
-        for kept in ["self.h = x", "self.h: Tensor = x * 2", "self.h = torch.zeros(3)", "self.h = None if x else x"] {
+    fn only_constants_tests_and_losses_are_left_out_of_forward_stores() {
+        for kept in [
+            "self.h = x",
+            "self.h: Tensor = x * 2",
+            "self.h = torch.zeros(3)",
+            "self.h = None if x else x",
+            "self.h = x[x > 0]",
+            "self.h = f(x) + ' > '",
+            "self.h = x << 2",
+            "self.h = (\n    x > 0\n) + x",
+            "self.h = x > \\\n    0",
+            "y = self.h = x",
+            "if x: self.h = x",
+        ] {
             assert!(could_store_in_forward(&in_forward(kept)), "{kept}");
         }
-        for left_out in ["self.cache = None", "self.ready = True", "self.n = 0", "self.scale: float = 1.5e-3"] {
+        for left_out in [
+            "self.cache = None",
+            "self.ready = True",
+            "self.n = 0",
+            "self.scale: float = 1.5e-3",
+            "self.causal = mask is not None",
+            "self.big = x.numel() > 10 and x.ndim == 2  # why",
+            "self.off = not x.requires_grad",
+            "y = torch.cat([x[:, 0:self.h], x[:, self.h:]], dim=1)",
+            "a, self.h = x, x",
+        ] {
             assert!(!could_store_in_forward(&in_forward(left_out)), "{left_out}");
         }
         assert!(!could_store_in_forward(&in_forward("self.aux_loss = x.mean()")));
