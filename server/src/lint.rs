@@ -457,6 +457,50 @@ mod tests {
         }
     }
 
+    /// The prefilter turns away no finding: each top-level statement of every fixture and
+    /// example, linted with its file's imports, gets the same findings as with every rule run.
+    /// A whole fixture file would hide a miss behind the other cases that admit it.
+    #[test]
+    fn the_prefilter_turns_away_no_finding_of_any_fixture_statement() {
+        let settings = LintSettings::default();
+        let every: Vec<&'static Rule> = settings.rules.iter().filter(|rule| !rule.needs_hardware).collect();
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut folders = vec![root.join("tests/fixtures"), root.join("examples")];
+        let mut statements = 0;
+        while let Some(folder) = folders.pop() {
+            for entry in std::fs::read_dir(&folder).expect("fixture folder") {
+                let path = entry.expect("fixture entry").path();
+                if path.is_dir() {
+                    folders.push(path);
+                    continue;
+                }
+                let Some(text) = path.extension().is_some_and(|e| e == "py").then(|| std::fs::read_to_string(&path))
+                else {
+                    continue;
+                };
+                let Ok(text) = text else { continue };
+                let tree = parse(&text, None);
+                let mut cursor = tree.walk();
+                let (imports, others): (Vec<Node<'_>>, Vec<Node<'_>>) =
+                    tree.root_node().children(&mut cursor).partition(|n| n.kind().contains("import"));
+                let header: String = imports.iter().map(|n| format!("{}\n", &text[n.byte_range()])).collect();
+                for statement in others {
+                    let chunk = format!("{header}{}\n", &text[statement.byte_range()]);
+                    let tree = parse(&chunk, None);
+                    let context = LintContext::default();
+                    let codes = |found: Vec<Diagnostic>| -> Vec<String> {
+                        found.into_iter().map(|d| format!("{} {:?}", d.code, d.range)).collect()
+                    };
+                    let filtered = codes(lint(&chunk, &tree, context, &settings));
+                    let unfiltered = codes(lint_rules(&chunk, &tree, context, &settings, every.clone(), None));
+                    assert_eq!(filtered, unfiltered, "{}:\n{chunk}", path.display());
+                    statements += 1;
+                }
+            }
+        }
+        assert!(statements > 500, "only {statements} statements were checked");
+    }
+
     fn assert_same(document: &mut Document, cache: &StatementCache, settings: &LintSettings, name: &str) {
         let text = document.text().to_owned();
         let tree = document.tree().clone();
