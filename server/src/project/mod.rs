@@ -3,19 +3,20 @@
 //! A call such as `utils.init_distributed_mode(args)` or `train_one_epoch(...)` (imported with
 //! `from .engine import train_one_epoch`) reaches [`ProjectIndex::lookup`] with its qualified
 //! name. The index finds the module file the way Python would (next to the importing file, then
-//! under the project root), summarises every function of that file once, and answers with the
-//! summary of the function asked for.
+//! under the project root), parses it once, and summarises the function asked for the first time
+//! it is asked for.
 //!
-//! One index is shared by a whole lint run and by every thread of it. Modules are summarised
-//! lazily, so a run covers its own files plus the project files those import. No lock is held
-//! while a module is summarised, so threads never wait on each other; two threads that need the
-//! same module at the same moment may both summarise it, and the first result is kept.
+//! One index is shared by a whole lint run and by every thread of it. Modules are read and
+//! functions summarised lazily, so a run covers its own files plus the project functions those
+//! call, and the functions those call in turn. No lock is held while a module is parsed or a
+//! function summarised, so threads never wait on each other; two threads that need the same one
+//! at the same moment may both compute it, and the first result is kept.
 //!
-//! Import cycles: a module that is being summarised and is asked for again answers
-//! [`ProjectLookup::Missing`] (the rules then stay quiet instead of waiting or guessing). The
-//! summaries of the modules inside the cycle are then incomplete, so they are kept only until
-//! the outermost summary finishes, and computed afresh when asked for from outside. That keeps
-//! the answers independent of the order in which files happen to be linted.
+//! Import cycles: a module with a function being summarised on the current call path answers
+//! [`ProjectLookup::Missing`] for any function asked of it again (the rules then stay quiet
+//! instead of waiting or guessing). The summaries computed inside the cycle are then incomplete,
+//! so they are kept only until the outermost summary finishes, and computed afresh when asked for
+//! from outside. That keeps the answers independent of the order in which files are linted.
 
 mod module;
 mod resolve;
@@ -57,8 +58,9 @@ pub enum ProjectLookup {
 #[derive(Debug)]
 pub struct ProjectIndex {
     shared: Arc<Shared>,
-    /// Modules being summarised on this call path, outermost first (canonical paths). Empty for
-    /// the index a caller creates; each nested summary gets a copy with its module appended.
+    /// Modules with a function being summarised on this call path, outermost first (canonical
+    /// paths). Empty for the index a caller creates; each nested summary gets a copy with its
+    /// module appended.
     chain: Vec<PathBuf>,
     /// Summaries made incomplete by a cycle, shared by every nested index of one outermost
     /// summary, with the lowest chain position their cycle reached.
@@ -96,8 +98,9 @@ struct Shared {
     overlays: RwLock<HashMap<PathBuf, Arc<str>>>,
 }
 
-/// Summaries made incomplete by an import cycle, with the lowest chain position it reached.
-type ProvisionalSummaries = HashMap<PathBuf, (Arc<ModuleSummaries>, usize)>;
+/// Function summaries made incomplete by an import cycle, keyed by module file and member, with
+/// the lowest chain position the cycle reached.
+type ProvisionalSummaries = HashMap<(PathBuf, String), (FunctionSummary, usize)>;
 
 /// The folder of the importing file, and the qualified name asked for.
 type AnswerKey = (PathBuf, String);
@@ -224,11 +227,8 @@ impl ProjectIndex {
 
     /// The summary of `member` (`func` or `Class.method`) of the module in `file`.
     fn member_of(&self, file: &Path, member: &[&str], hops: usize) -> Answer {
-        let Some((module, complete)) = self.module(file) else {
-            return Answer { lookup: ProjectLookup::Missing, cacheable: false, consulted: vec![file.to_path_buf()] };
-        };
+        let module = self.module(file);
         let mut answer = self.member_answer(&module, file, member, hops);
-        answer.cacheable &= complete;
         answer.consulted.push(file.to_path_buf());
         answer
     }
@@ -237,19 +237,19 @@ impl ProjectIndex {
         if module.unavailable {
             return Answer::definite(ProjectLookup::Missing);
         }
-        if let Some(summary) = module.functions.get(&member.join(".")) {
-            return Answer::definite(ProjectLookup::Found(summary.clone()));
+        if let Some(answer) = self.function_answer(module, file, &member.join(".")) {
+            return answer;
         }
         if let [class] = member
             && let Some(shape) = module.classes.get(*class)
         {
             // A constructor call: what `__init__` does. Without one, a class with no base does
             // nothing on construction; one with a base does what the base does, unseen here.
-            return Answer::definite(match module.functions.get(&format!("{class}.__init__")) {
-                Some(init) => ProjectLookup::Found(init.clone()),
-                None if !shape.has_bases => ProjectLookup::Found(FunctionSummary::default()),
-                None => ProjectLookup::Missing,
-            });
+            return match self.function_answer(module, file, &format!("{class}.__init__")) {
+                Some(init) => init,
+                None if !shape.has_bases => Answer::definite(ProjectLookup::Found(FunctionSummary::default())),
+                None => Answer::definite(ProjectLookup::Missing),
+            };
         }
         if hops >= MAX_REEXPORT_HOPS {
             return Answer::definite(ProjectLookup::Missing);
@@ -288,30 +288,43 @@ impl ProjectIndex {
         }
     }
 
-    /// The summaries of the module in `file` (a canonical path), computed on first use, and
-    /// whether they are complete. `None` when the module cannot be summarised on this call path:
-    /// it is already being summarised (a cycle), or the chain is too deep.
-    fn module(&self, file: &Path) -> Option<(Arc<ModuleSummaries>, bool)> {
+    /// The module in `file` (a canonical path), read and parsed on first use.
+    fn module(&self, file: &Path) -> Arc<ModuleSummaries> {
+        if let Some(known) = lock(&self.shared.modules).get(file) {
+            return Arc::clone(known);
+        }
+        let module = match self.read(file) {
+            Some(text) => ModuleSummaries::parse(text, file),
+            None => ModuleSummaries::unavailable(),
+        };
+        Arc::clone(lock(&self.shared.modules).entry(file.to_path_buf()).or_insert_with(|| Arc::new(module)))
+    }
+
+    /// What the function `member` of `module` (in `file`) does, summarised on first use; `None`
+    /// when the module does not define it. Not complete (so not cacheable) when the module is
+    /// being summarised on this call path (a cycle), when the chain is too deep, or when the
+    /// summary met a cycle through a module further up.
+    fn function_answer(&self, module: &ModuleSummaries, file: &Path, member: &str) -> Option<Answer> {
+        if !module.defines(member) {
+            return None;
+        }
+        let incomplete = |lookup| Some(Answer { lookup, cacheable: false, consulted: Vec::new() });
         if let Some(position) = self.chain.iter().position(|m| m == file) {
             self.cycle_floor.fetch_min(position, Ordering::Relaxed);
-            return None;
+            return incomplete(ProjectLookup::Missing);
         }
-        if let Some(known) = lock(&self.shared.modules).get(file) {
-            return Some((Arc::clone(known), true));
+        if let Some(summary) = module.known(member) {
+            return Some(Answer::definite(ProjectLookup::Found(summary)));
         }
-        if let Some((known, floor)) = lock(&self.provisional).get(file) {
+        let key = (file.to_path_buf(), member.to_owned());
+        if let Some((summary, floor)) = lock(&self.provisional).get(&key) {
             self.cycle_floor.fetch_min(*floor, Ordering::Relaxed);
-            return Some((Arc::clone(known), false));
+            return incomplete(ProjectLookup::Found(summary.clone()));
         }
         if self.chain.len() >= MAX_SUMMARY_DEPTH {
-            return None;
+            return incomplete(ProjectLookup::Missing);
         }
         let position = self.chain.len();
-        let Some(text) = self.read(file) else {
-            let unavailable = Arc::new(ModuleSummaries::unavailable());
-            lock(&self.shared.modules).insert(file.to_path_buf(), Arc::clone(&unavailable));
-            return Some((unavailable, true));
-        };
         let mut chain = self.chain.clone();
         chain.push(file.to_path_buf());
         let nested = ProjectIndex {
@@ -321,16 +334,16 @@ impl ProjectIndex {
             provisional: if position == 0 { Arc::default() } else { Arc::clone(&self.provisional) },
             cycle_floor: AtomicUsize::new(usize::MAX),
         };
-        let summaries = Arc::new(ModuleSummaries::summarize(&text, file, &nested));
+        let summary = module.summarize(member, file, &nested)?;
         let floor = nested.cycle_floor.load(Ordering::Relaxed);
         if floor < position {
             // A cycle through a module further up: complete only once that one is.
             self.cycle_floor.fetch_min(floor, Ordering::Relaxed);
-            lock(&self.provisional).insert(file.to_path_buf(), (Arc::clone(&summaries), floor));
-            return Some((summaries, false));
+            lock(&self.provisional).insert(key, (summary.clone(), floor));
+            return incomplete(ProjectLookup::Found(summary));
         }
-        let mut modules = lock(&self.shared.modules);
-        Some((Arc::clone(modules.entry(file.to_path_buf()).or_insert(summaries)), true))
+        module.remember(member, &summary);
+        Some(Answer::definite(ProjectLookup::Found(summary)))
     }
 
     /// The text of a module: the editor's buffer if there is one, else the file, unless it is
@@ -394,4 +407,36 @@ fn canonical(path: &Path) -> PathBuf {
 /// insert is one call), so carry on with them.
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Asking for one function reads the modules it reaches, not those that only the other
+    /// functions of its module call.
+    #[test]
+    fn a_lookup_reads_only_the_modules_its_function_reaches() {
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let write = |name: &str, text: &str| std::fs::write(dir.path().join(name), text).expect("a fixture file");
+        write("pyproject.toml", "");
+        write(
+            "helpers.py",
+            "from devices import pick\nfrom reporting import report\n\n\ndef setup(rank):\n    pick(rank)\n\n\ndef log(x):\n    report(x)\n",
+        );
+        write("devices.py", "import torch\n\n\ndef pick(rank):\n    torch.cuda.set_device(rank)\n");
+        write("reporting.py", "def report(x):\n    print(x)\n");
+        write("main.py", "from helpers import setup\n");
+        let index = ProjectIndex::new();
+        let ProjectLookup::Found(summary) = index.lookup(Some(&dir.path().join("main.py")), "helpers.setup") else {
+            panic!("helpers.setup is a project function");
+        };
+        assert!(summary.calls_set_device);
+        let mut read: Vec<String> = lock(&index.shared.modules)
+            .keys()
+            .filter_map(|path| path.file_name().map(|name| name.to_string_lossy().into_owned()))
+            .collect();
+        read.sort();
+        assert_eq!(read, ["devices.py", "helpers.py"]);
+    }
 }

@@ -1,10 +1,13 @@
-//! The summaries of one project module: every top-level function and every method of a
-//! top-level class, plus the imports that re-export names from other modules.
+//! One project module: parsed once, with what it defines indexed, and each function summarised
+//! when first asked for. Summarising every function up front would follow every call of every
+//! function into further modules, and on a large project that reads most of it for the few
+//! functions a lint run asks about.
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::{Mutex, PoisonError};
 
-use tree_sitter::Node;
+use tree_sitter::{Node, Tree};
 
 use super::ProjectIndex;
 use crate::lint::LintContext;
@@ -14,8 +17,14 @@ use crate::semantic::{FunctionSummary, Model, ast};
 
 #[derive(Debug, Default)]
 pub(super) struct ModuleSummaries {
-    /// Keyed by `function` or `Class.method`.
-    pub functions: HashMap<String, FunctionSummary>,
+    /// The text and its tree, kept for the functions not summarised yet; `None` when the file
+    /// could not be read.
+    source: Option<(String, Tree)>,
+    /// Each top-level function (`function`) and method of a top-level class (`Class.method`),
+    /// as the positions of its definitions in the model's list of functions.
+    members: HashMap<String, Vec<usize>>,
+    /// Summaries computed so far; only complete ones (see [`ProjectIndex`] on cycles).
+    summaries: Mutex<HashMap<String, FunctionSummary>>,
     /// Top-level classes, keyed by name: whether they derive from anything, which decides
     /// whether a constructor without `__init__` is known to do nothing.
     pub classes: HashMap<String, ClassShape>,
@@ -36,35 +45,61 @@ impl ModuleSummaries {
         Self { unavailable: true, ..Self::default() }
     }
 
-    /// Parse `text` (the module at `path`) and summarise what it defines. Calls it makes into
-    /// other project modules are looked up through `project`, which carries the chain of modules
-    /// being summarised so that import cycles end.
-    pub fn summarize(text: &str, path: &Path, project: &ProjectIndex) -> Self {
-        let tree = parse(text, None);
-        let mut model = Model::new(text, &tree, LintContext { path: Some(path), project: Some(project) });
-        let mut functions: HashMap<String, FunctionSummary> = HashMap::new();
-        for function in model.functions.clone() {
-            let Some(key) = member_key(function, text) else { continue };
-            let summary = model.function_summary(function);
-            // A name defined in several branches (`if cuda: def setup() ... else: def setup()`)
-            // may do what any of them does.
-            functions.entry(key).and_modify(|known| known.merge(&summary)).or_insert(summary);
-        }
-        let classes = model
-            .classes
-            .iter()
-            .filter(|class| is_module_level(**class))
-            .filter_map(|class| {
-                let name = ast::text(class.child_by_field_name("name")?, text).to_owned();
-                let has_bases = class.child_by_field_name("superclasses").is_some_and(|bases| {
-                    let mut cursor = bases.walk();
-                    bases.named_children(&mut cursor).any(|base| ast::text(base, text) != "object")
-                });
-                Some((name, ClassShape { has_bases }))
-            })
-            .collect();
-        let imports = std::mem::take(&mut model.imports);
-        Self { functions, classes, imports, unavailable: false }
+    /// Parse `text` and index what it defines; nothing is summarised yet.
+    pub fn parse(text: String, path: &Path) -> Self {
+        let tree = parse(&text, None);
+        let (members, classes, imports) = {
+            let mut model = Model::new(&text, &tree, LintContext { path: Some(path), project: None });
+            let mut members: HashMap<String, Vec<usize>> = HashMap::new();
+            for (position, function) in model.functions.iter().enumerate() {
+                if let Some(key) = member_key(*function, &text) {
+                    members.entry(key).or_default().push(position);
+                }
+            }
+            let classes = model
+                .classes
+                .iter()
+                .filter(|class| is_module_level(**class))
+                .filter_map(|class| {
+                    let name = ast::text(class.child_by_field_name("name")?, &text).to_owned();
+                    let has_bases = class.child_by_field_name("superclasses").is_some_and(|bases| {
+                        let mut cursor = bases.walk();
+                        bases.named_children(&mut cursor).any(|base| ast::text(base, &text) != "object")
+                    });
+                    Some((name, ClassShape { has_bases }))
+                })
+                .collect();
+            (members, classes, std::mem::take(&mut model.imports))
+        };
+        Self { source: Some((text, tree)), members, classes, imports, ..Self::default() }
+    }
+
+    pub fn defines(&self, member: &str) -> bool {
+        self.members.contains_key(member)
+    }
+
+    /// The summary of `member` computed before, if it was complete.
+    pub fn known(&self, member: &str) -> Option<FunctionSummary> {
+        self.summaries.lock().unwrap_or_else(PoisonError::into_inner).get(member).cloned()
+    }
+
+    pub fn remember(&self, member: &str, summary: &FunctionSummary) {
+        self.summaries.lock().unwrap_or_else(PoisonError::into_inner).insert(member.to_owned(), summary.clone());
+    }
+
+    /// Summarise `member` of this module (at `path`); `None` when the module does not define it.
+    /// Calls into other project modules are looked up through `project`, which carries the chain
+    /// of modules being summarised so that import cycles end.
+    pub fn summarize(&self, member: &str, path: &Path, project: &ProjectIndex) -> Option<FunctionSummary> {
+        let positions = self.members.get(member)?;
+        let (text, tree) = self.source.as_ref()?;
+        let model = Model::new(text, tree, LintContext { path: Some(path), project: Some(project) });
+        // A name defined in several branches (`if cuda: def setup() ... else: def setup()`) may
+        // do what any of them does.
+        let mut summaries = positions.iter().map(|&position| model.function_summary(model.functions[position]));
+        let mut merged = summaries.next()?;
+        summaries.for_each(|other| merged.merge(&other));
+        Some(merged)
     }
 }
 
