@@ -23,7 +23,7 @@ pub const RULE: Rule = Rule {
             &["from_pretrained", "from_config", "create_model", "forward"],
             &["backward(", "backward (", "Trainer", "training_step"],
         ],
-        scan: None,
+        scan: Some(never_names_checkpointing),
     },
     check,
     doc: DOC,
@@ -165,18 +165,19 @@ fn stated_billions(name: &str) -> bool {
 }
 
 /// Checkpointing is on, or switchable, anywhere in the file or in a helper it calls.
+/// Flag-gated and config forms (`if args.gradient_checkpointing:`, a DeepSpeed
+/// "activation_checkpointing" section, `model.gradient_checkpointing = True`) all name
+/// checkpointing; a file that does is taken to turn it on, so the rule never fires there.
+fn never_names_checkpointing(text: &str) -> bool {
+    !["gradient_checkpointing", "activation_checkpointing", "grad_checkpointing"].iter().any(|word| text.contains(word))
+}
+
 fn checkpointing_is_on(model: &Model<'_>) -> bool {
     let frameworks = model.frameworks();
     if frameworks.hf_gradient_checkpointing || frameworks.peft_kbit_checkpointing {
         return true;
     }
-    let text = model.text;
-    // Flag-gated and config forms (`if args.gradient_checkpointing:`, a DeepSpeed
-    // "activation_checkpointing" section, `model.gradient_checkpointing = True`) all name it.
-    if text.contains("gradient_checkpointing")
-        || text.contains("activation_checkpointing")
-        || text.contains("grad_checkpointing")
-    {
+    if !never_names_checkpointing(model.text) {
         return true;
     }
     if model.calls_to(names::CHECKPOINT_FUNCTIONS).next().is_some()
