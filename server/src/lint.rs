@@ -1,6 +1,7 @@
 //! The one lint engine that the CLI and the language server both call.
 
 use rayon::prelude::*;
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::Path;
 use tree_sitter::{Node, Tree};
@@ -11,7 +12,7 @@ use crate::diagnostic::{Diagnostic, Related, Severity};
 use crate::fix::{Applicability, Fix, apply_fixes};
 use crate::hardware::HardwareFacts;
 use crate::parse::{error_count, parse};
-use crate::prefilter::PresentTokens;
+use crate::prefilter::{self, PresentTokens};
 use crate::project::ProjectIndex;
 use crate::rules::{RULES, Rule};
 use crate::semantic::{Model, WalkCache};
@@ -92,13 +93,21 @@ pub struct LintContext<'a> {
 /// The rules of `settings` that could fire on `text`, judged from its bytes alone (see
 /// [`crate::prefilter`]); rules that need hardware facts are left out when there are none.
 pub fn rules_that_could_fire(text: &str, settings: &LintSettings) -> Vec<&'static Rule> {
-    let tokens = PresentTokens::scan(text);
-    settings
-        .rules
-        .iter()
-        .filter(|rule| !rule.needs_hardware || settings.hardware.is_some())
-        .filter(|rule| tokens.admits(rule, text))
-        .collect()
+    let admitted_by = |view: &str, rules: &mut dyn Iterator<Item = &'static Rule>| -> Vec<&'static Rule> {
+        let tokens = PresentTokens::scan(view);
+        rules.filter(|rule| tokens.admits(rule, view)).collect()
+    };
+    let mut possible = settings.rules.iter().filter(|rule| !rule.needs_hardware || settings.hardware.is_some());
+    let admitted = admitted_by(text, &mut possible);
+    if admitted.is_empty() {
+        return admitted;
+    }
+    // Most files are turned away on their raw bytes; the others are read again without their
+    // comments and docstrings, where library code mentions what it never runs.
+    match prefilter::code_view(text) {
+        Cow::Owned(code) => admitted_by(&code, &mut admitted.into_iter()),
+        Cow::Borrowed(_) => admitted,
+    }
 }
 
 /// Whether linting `text` could produce anything. Files that fail this test are never parsed.

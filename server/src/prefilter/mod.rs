@@ -3,17 +3,23 @@
 //! Most Python files that mention torch are library code that no rule can flag. Parsing them is
 //! what would make `culint check` slow, so each rule names the tokens its findings cannot do
 //! without, and the rare rules whose tokens are everywhere (`forward`, `eval`) add a line scan.
+//! Files whose raw bytes some rule admits are read again as [`code_view`] gives them, without
+//! comments and docstrings, where library code names what it never runs.
 //! A prefilter may let through a file the rule then finds clean; it must not turn away a file
 //! the rule would flag. One known exception: a loop is a step loop when it calls a helper of
 //! another project file that runs `backward()`, and a file whose only sign of training is such a
 //! call lacks the `backward` token that the training rules require. `CULINT_NO_PREFILTER=1`
 //! switches the prefilter off, and the benchmark checks that the findings are the same either way.
 
+mod code_view;
+
 use std::sync::LazyLock;
 
 use aho_corasick::AhoCorasick;
 
 use crate::rules::{RULES, Rule};
+
+pub use code_view::code_view;
 
 /// What a text must contain for a rule to possibly fire.
 pub struct Prefilter {
