@@ -93,21 +93,25 @@ pub struct LintContext<'a> {
 /// The rules of `settings` that could fire on `text`, judged from its bytes alone (see
 /// [`crate::prefilter`]); rules that need hardware facts are left out when there are none.
 pub fn rules_that_could_fire(text: &str, settings: &LintSettings) -> Vec<&'static Rule> {
-    let admitted_by = |view: &str, rules: &mut dyn Iterator<Item = &'static Rule>| -> Vec<&'static Rule> {
-        let tokens = PresentTokens::scan(view);
-        rules.filter(|rule| tokens.admits(rule, view)).collect()
+    let tokens = PresentTokens::scan(text);
+    let possible: Vec<&'static Rule> = settings
+        .rules
+        .iter()
+        .filter(|rule| !rule.needs_hardware || settings.hardware.is_some())
+        .filter(|rule| tokens.has_tokens_for(rule))
+        .collect();
+    if possible.is_empty() {
+        return possible;
+    }
+    // Most files lack the tokens on their raw bytes; the others are read again without their
+    // comments and docstrings, where library code names what it never runs, and only then do
+    // the rules' scans run.
+    let code = prefilter::code_view(text);
+    let tokens = match code {
+        Cow::Owned(_) => PresentTokens::scan(&code),
+        Cow::Borrowed(_) => tokens,
     };
-    let mut possible = settings.rules.iter().filter(|rule| !rule.needs_hardware || settings.hardware.is_some());
-    let admitted = admitted_by(text, &mut possible);
-    if admitted.is_empty() {
-        return admitted;
-    }
-    // Most files are turned away on their raw bytes; the others are read again without their
-    // comments and docstrings, where library code mentions what it never runs.
-    match prefilter::code_view(text) {
-        Cow::Owned(code) => admitted_by(&code, &mut admitted.into_iter()),
-        Cow::Borrowed(_) => admitted,
-    }
+    possible.into_iter().filter(|rule| tokens.admits(rule, &code)).collect()
 }
 
 /// Whether linting `text` could produce anything. Files that fail this test are never parsed.

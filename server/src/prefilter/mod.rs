@@ -78,9 +78,12 @@ impl PresentTokens {
 
     /// Whether `rule` could fire on the text these tokens were found in.
     pub fn admits(&self, rule: &Rule, text: &str) -> bool {
-        *DISABLED
-            || (rule.prefilter.all_of.iter().all(|group| group.iter().any(|t| self.contains(t)))
-                && rule.prefilter.scan.is_none_or(|scan| scan(text)))
+        self.has_tokens_for(rule) && (*DISABLED || rule.prefilter.scan.is_none_or(|scan| scan(text)))
+    }
+
+    /// Whether the text has the tokens `rule` needs; its scan is not run.
+    pub fn has_tokens_for(&self, rule: &Rule) -> bool {
+        *DISABLED || rule.prefilter.all_of.iter().all(|group| group.iter().any(|t| self.contains(t)))
     }
 }
 
