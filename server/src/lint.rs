@@ -94,12 +94,7 @@ pub struct LintContext<'a> {
 /// [`crate::prefilter`]); rules that need hardware facts are left out when there are none.
 pub fn rules_that_could_fire(text: &str, settings: &LintSettings) -> Vec<&'static Rule> {
     let tokens = PresentTokens::scan(text);
-    let possible: Vec<&'static Rule> = settings
-        .rules
-        .iter()
-        .filter(|rule| !rule.needs_hardware || settings.hardware.is_some())
-        .filter(|rule| tokens.has_tokens_for(rule))
-        .collect();
+    let possible: Vec<&'static Rule> = possible_rules(settings).filter(|rule| tokens.has_tokens_for(rule)).collect();
     if possible.is_empty() {
         return possible;
     }
@@ -112,6 +107,20 @@ pub fn rules_that_could_fire(text: &str, settings: &LintSettings) -> Vec<&'stati
         Cow::Borrowed(_) => tokens,
     };
     possible.into_iter().filter(|rule| tokens.admits(rule, &code)).collect()
+}
+
+/// [`rules_that_could_fire`] judged on the raw bytes, comments and docstrings included: a looser
+/// answer that costs less. An editor lints the same buffer on every keystroke and has parsed it
+/// already, and on a large file reading it again without its prose costs more than the checks of
+/// the rules that would turn away.
+fn rules_admitted_by_raw_text(text: &str, settings: &LintSettings) -> Vec<&'static Rule> {
+    let tokens = PresentTokens::scan(text);
+    possible_rules(settings).filter(|rule| tokens.admits(rule, text)).collect()
+}
+
+/// The selected rules, less those that need hardware facts when there are none.
+fn possible_rules(settings: &LintSettings) -> impl Iterator<Item = &'static Rule> + '_ {
+    settings.rules.iter().filter(|rule| !rule.needs_hardware || settings.hardware.is_some())
 }
 
 /// Whether linting `text` could produce anything. Files that fail this test are never parsed.
@@ -219,7 +228,7 @@ pub fn lint_again(
     settings: &LintSettings,
     cache: &StatementCache,
 ) -> Vec<Diagnostic> {
-    lint_rules(text, tree, context, settings, rules_that_could_fire(text, settings), Some(cache))
+    lint_rules(text, tree, context, settings, rules_admitted_by_raw_text(text, settings), Some(cache))
 }
 
 /// [`lint`] with the rules already chosen by [`rules_that_could_fire`].
