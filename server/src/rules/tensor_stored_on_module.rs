@@ -160,10 +160,121 @@ fn could_store_in_forward(text: &str) -> bool {
         }
         let line_start = prefilter::line_start(text, at);
         match prefilter::enclosing_function(text, line_start) {
-            Enclosing::Function(name) => name == "forward",
+            Enclosing::Function(name) => name == "forward" && could_be_in_a_module(text, name),
             Enclosing::NoFunction => false,
             Enclosing::Unknown => true,
         }
+    })
+}
+
+/// The class around the `def` whose name is `name` (a slice of `text`) could derive from a
+/// module class. Read from its `class Name(bases):` line as [`is_module_class`] reads the tree:
+/// a base bound only by relative imports (`from ..modeling_utils import PreTrainedModel`) never
+/// resolves to `torch.nn` or `transformers`, and one that no import binds is a module only
+/// through a class of this file. Anything the scan cannot read counts as a module.
+fn could_be_in_a_module(text: &str, name: &str) -> bool {
+    let def_at = name.as_ptr() as usize - text.as_ptr() as usize;
+    let def_line = prefilter::line_start(text, def_at);
+    let indent = prefilter::indentation(&text[def_line..]);
+    let mut end = def_line;
+    while end > 0 {
+        let start = prefilter::line_start(text, end - 1);
+        let line = &text[start..end - 1];
+        end = start;
+        let code = line.trim_start_matches([' ', '\t']);
+        if code.trim().is_empty() || prefilter::indentation(line) >= indent {
+            continue;
+        }
+        return class_bases(code).is_none_or(|bases| bases_could_be_modules(text, bases, 0));
+    }
+    false
+}
+
+/// The bases of a one-line `class Name(bases):` header; `None` for any other line.
+fn class_bases(code: &str) -> Option<&str> {
+    let header = code.strip_prefix("class")?.trim_end().strip_suffix(':')?;
+    let (_, bases) = header.split_once('(')?;
+    let bases = bases.strip_suffix(')')?;
+    (!bases.contains(['(', ')'])).then_some(bases)
+}
+
+fn bases_could_be_modules(text: &str, bases: &str, depth: usize) -> bool {
+    bases.split(',').map(str::trim).filter(|b| !b.is_empty() && !b.contains('=')).any(|base| {
+        if !base.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '.') {
+            return true;
+        }
+        let root = base.split('.').next().unwrap_or(base);
+        let (relative, absolute) = import_bindings(text, root);
+        if absolute {
+            return true;
+        }
+        if relative {
+            return false;
+        }
+        // A class of this file: a module if its own bases are.
+        depth < BASE_DEPTH
+            && local_class_headers(text, root)
+                .any(|header| class_bases(header).is_none_or(|bases| bases_could_be_modules(text, bases, depth + 1)))
+    })
+}
+
+/// Whether some relative and some absolute import statement bind `name` (it is a word after
+/// their `import`).
+fn import_bindings(text: &str, name: &str) -> (bool, bool) {
+    let (mut relative, mut absolute) = (false, false);
+    let mut at = 0;
+    while let Some(found) = text[at..].find(name).map(|i| at + i) {
+        at = found + name.len();
+        let whole_word = !text[..found].ends_with(|c: char| c.is_alphanumeric() || c == '_')
+            && !text[at..].starts_with(|c: char| c.is_alphanumeric() || c == '_');
+        let Some(start) = whole_word.then(|| import_statement_start(text, found)).flatten() else { continue };
+        let statement = &text[start..found];
+        let after_import = statement.starts_with("import") || statement.contains(" import") || start == found;
+        if !after_import {
+            continue;
+        }
+        if statement.starts_with("from .") {
+            relative = true;
+        } else {
+            absolute = true;
+        }
+    }
+    (relative, absolute)
+}
+
+/// Where the `import`/`from` statement holding `at` starts: on `at`'s own line, or on the line
+/// that opens the parenthesised name list `at` is in. `None` for a name outside any import. A
+/// line continued with a backslash cannot be placed: it answers `at` itself, which counts as an
+/// absolute import.
+fn import_statement_start(text: &str, at: usize) -> Option<usize> {
+    let is_import = |line: usize| {
+        let code = text[line..].trim_start_matches([' ', '\t']);
+        (prefilter::starts_with_word(code, "from") || prefilter::starts_with_word(code, "import"))
+            .then(|| text.len() - code.len())
+    };
+    let line = prefilter::line_start(text, at);
+    if let Some(start) = is_import(line) {
+        return Some(start);
+    }
+    if text[..line].trim_end_matches(['\n', '\r']).ends_with('\\') {
+        return Some(at);
+    }
+    // A name on a continuation line of `from x import (\n    a,\n)`.
+    let open = text[..at].rfind('(')?;
+    if text[open..at].contains([')', '=']) {
+        return None;
+    }
+    is_import(prefilter::line_start(text, open))
+}
+
+/// The `class name...` lines of the text.
+fn local_class_headers<'t>(text: &'t str, name: &'t str) -> impl Iterator<Item = &'t str> {
+    text.lines().map(|line| line.trim_start_matches([' ', '\t'])).filter(move |code| {
+        code.strip_prefix("class").is_some_and(|rest| {
+            let rest = rest.trim_start_matches([' ', '\t']);
+            rest.len() < code.len() - "class".len()
+                && rest.strip_prefix(name).is_some_and(|after| after.starts_with(['(', ':', ' ']))
+        })
     })
 }
 
@@ -499,7 +610,35 @@ mod tests {
     use super::could_store_in_forward;
 
     fn in_forward(statement: &str) -> String {
-        format!("class M(nn.Module):\n    def forward(self, x):\n        {statement}\n        return x\n")
+        format!(
+            "import torch.nn as nn\n\n\nclass M(nn.Module):\n    def forward(self, x):\n        {statement}\n        return x\n"
+        )
+    }
+
+    /// The class must be able to derive from a module, as the check reads its bases.
+    #[test]
+    fn classes_that_cannot_be_modules_are_left_out() {
+        let store = "    def forward(self, x):\n        self.h = x * 2\n";
+        for kept in [
+            "from torch import nn\n\nclass M(nn.Module):\n",
+            "from transformers import PreTrainedModel as Base\n\nclass M(Base):\n",
+            "from transformers import (\n    PreTrainedModel,\n)\n\nclass M(PreTrainedModel):\n",
+            "from transformers import Config, \\\n    PreTrainedModel\n\nclass M(PreTrainedModel):\n",
+            "import torch\n\nclass Base(torch.nn.Module):\n    pass\n\nclass M(Base):\n",
+            "class M(Generic[T], Mixin):\n",
+            "class M(\n    Base,\n):\n",
+        ] {
+            assert!(could_store_in_forward(&format!("{kept}{store}")), "{kept}");
+        }
+        for left_out in [
+            "from ..modeling_utils import PreTrainedModel\n\nclass M(PreTrainedModel):\n",
+            "from ..modeling_utils import (\n    PreTrainedModel,\n)\n\nclass M(PreTrainedModel):\n",
+            "from ..modeling_utils import PreTrainedModel\n\nclass Base(PreTrainedModel):\n    pass\n\nclass M(Base):\n",
+            "class M(object):\n",
+            "class M(Mixin, metaclass=Meta):\n",
+        ] {
+            assert!(!could_store_in_forward(&format!("{left_out}{store}")), "{left_out}");
+        }
     }
 
     /// The prefilter lets through what the rule could report, and only constants, tests, loss
