@@ -185,7 +185,9 @@ fn could_be_in_a_module(text: &str, name: &str) -> bool {
         if code.trim().is_empty() || prefilter::indentation(line) >= indent {
             continue;
         }
-        return class_bases(code).is_none_or(|bases| bases_could_be_modules(text, bases, 0));
+        // Bases read at most: a file of many same-named classes could otherwise fan out.
+        let mut budget = 64;
+        return class_bases(code).is_none_or(|bases| bases_could_be_modules(text, bases, 0, &mut budget));
     }
     false
 }
@@ -198,12 +200,16 @@ fn class_bases(code: &str) -> Option<&str> {
     (!bases.contains(['(', ')'])).then_some(bases)
 }
 
-fn bases_could_be_modules(text: &str, bases: &str, depth: usize) -> bool {
+fn bases_could_be_modules(text: &str, bases: &str, depth: usize, budget: &mut usize) -> bool {
     bases.split(',').map(str::trim).filter(|b| !b.is_empty() && !b.contains('=')).any(|base| {
-        if !base.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '.') {
+        if *budget == 0 || !base.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '.') {
             return true;
         }
+        *budget -= 1;
         let root = base.split('.').next().unwrap_or(base);
+        if root.is_empty() {
+            return true;
+        }
         let (relative, absolute) = import_bindings(text, root);
         if absolute {
             return true;
@@ -213,8 +219,9 @@ fn bases_could_be_modules(text: &str, bases: &str, depth: usize) -> bool {
         }
         // A class of this file: a module if its own bases are.
         depth < BASE_DEPTH
-            && local_class_headers(text, root)
-                .any(|header| class_bases(header).is_none_or(|bases| bases_could_be_modules(text, bases, depth + 1)))
+            && local_class_headers(text, root).any(|header| {
+                class_bases(header).is_none_or(|bases| bases_could_be_modules(text, bases, depth + 1, budget))
+            })
     })
 }
 
@@ -638,6 +645,12 @@ mod tests {
             "class M(Mixin, metaclass=Meta):\n",
         ] {
             assert!(!could_store_in_forward(&format!("{left_out}{store}")), "{left_out}");
+        }
+        // Not Python, but the scan reads any text: an empty name must not stall the search, nor
+        // many classes of one name fan out.
+        let many = "class A(A, A, A):\n    pass\n\n".repeat(50);
+        for broken in ["class M(.x):\n", "class M(a, .b):\n", &format!("{many}class M(A):\n")] {
+            assert!(could_store_in_forward(&format!("{broken}{store}")), "{broken}");
         }
     }
 
