@@ -66,7 +66,7 @@ fn prose_ranges(text: &str) -> Vec<Range<usize>> {
             quote @ (b'"' | b'\'') => {
                 let start = *line_code.get_or_insert(at);
                 let prefix = &text[start..at];
-                line_has_f_string |= prefix.contains(['f', 'F']) || text[..at].ends_with(['f', 'F']);
+                line_has_f_string |= prefix.contains(['f', 'F']);
                 let Some(end) = string_end(bytes, at, quote) else { break };
                 let alone_on_line = {
                     let rest = &text[end..memchr::memchr(b'\n', &bytes[end..]).map_or(bytes.len(), |i| end + i)];

@@ -150,6 +150,9 @@ enum Origin {
 /// Some line of a `forward` body (or a line the scan cannot place) assigns to `self.<attr>` a
 /// value that could hold a tensor.
 fn could_store_in_forward(text: &str) -> bool {
+    // Whether each `forward` (by the offset of its name) can be in a module: read once, however
+    // many stores it holds.
+    let mut in_module: std::collections::HashMap<usize, bool> = std::collections::HashMap::new();
     memchr::memmem::find_iter(text.as_bytes(), b"self.").any(|at| {
         let before = text[..at].chars().next_back();
         if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.')
@@ -160,7 +163,12 @@ fn could_store_in_forward(text: &str) -> bool {
         }
         let line_start = prefilter::line_start(text, at);
         match prefilter::enclosing_function(text, line_start) {
-            Enclosing::Function(name) => name == "forward" && could_be_in_a_module(text, name),
+            Enclosing::Function(name) => {
+                name == "forward"
+                    && *in_module
+                        .entry(name.as_ptr() as usize - text.as_ptr() as usize)
+                        .or_insert_with(|| could_be_in_a_module(text, name))
+            }
             Enclosing::NoFunction => false,
             Enclosing::Unknown => true,
         }
