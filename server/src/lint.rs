@@ -93,7 +93,7 @@ pub struct LintContext<'a> {
 /// The rules of `settings` that could fire on `text`, judged from its bytes alone (see
 /// [`crate::prefilter`]); rules that need hardware facts are left out when there are none.
 pub fn rules_that_could_fire(text: &str, settings: &LintSettings) -> Vec<&'static Rule> {
-    let tokens = PresentTokens::scan(text);
+    let tokens = PresentTokens::of(text);
     let possible: Vec<&'static Rule> = possible_rules(settings).filter(|rule| tokens.has_tokens_for(rule)).collect();
     if possible.is_empty() {
         return possible;
@@ -102,9 +102,13 @@ pub fn rules_that_could_fire(text: &str, settings: &LintSettings) -> Vec<&'stati
     // comments and docstrings, where library code names what it never runs, and only then do
     // the rules' scans run.
     let code = prefilter::code_view(text);
+    let code_tokens;
     let tokens = match code {
-        Cow::Owned(_) => PresentTokens::scan(&code),
-        Cow::Borrowed(_) => tokens,
+        Cow::Owned(_) => {
+            code_tokens = PresentTokens::of(&code);
+            &code_tokens
+        }
+        Cow::Borrowed(_) => &tokens,
     };
     possible.into_iter().filter(|rule| tokens.admits(rule, &code)).collect()
 }
@@ -114,7 +118,7 @@ pub fn rules_that_could_fire(text: &str, settings: &LintSettings) -> Vec<&'stati
 /// already, and on a large file reading it again without its prose costs more than the checks of
 /// the rules that would turn away.
 fn rules_admitted_by_raw_text(text: &str, settings: &LintSettings) -> Vec<&'static Rule> {
-    let tokens = PresentTokens::scan(text);
+    let tokens = PresentTokens::of(text);
     possible_rules(settings).filter(|rule| tokens.admits(rule, text)).collect()
 }
 

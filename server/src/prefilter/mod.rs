@@ -13,9 +13,10 @@
 
 mod code_view;
 
+use std::cell::Cell;
 use std::sync::LazyLock;
 
-use aho_corasick::AhoCorasick;
+use memchr::memmem::Finder;
 
 use crate::rules::{RULES, Rule};
 
@@ -29,14 +30,19 @@ pub struct Prefilter {
     pub scan: Option<fn(&str) -> bool>,
 }
 
+/// A step loop or a Lightning training step needs one of these: a `.backward()` call in the file
+/// (in the loop or in a local helper it calls) or a `training_step` method. The rules that flag
+/// only what runs once per step require them (see the exception in the module's doc).
+pub const STEP_TOKENS: &[&str] = &["backward(", "backward (", "training_step"];
+
 /// `CULINT_NO_PREFILTER=1` lets every file through to every rule.
 static DISABLED: LazyLock<bool> =
     LazyLock::new(|| std::env::var_os("CULINT_NO_PREFILTER").is_some_and(|v| !v.is_empty() && v != "0"));
 
-/// Every token of every rule, found in one pass over the text.
+/// Every token of every rule, sorted, each with its searcher.
 struct TokenIndex {
     tokens: Vec<&'static str>,
-    automaton: AhoCorasick,
+    finders: Vec<Finder<'static>>,
 }
 
 static TOKENS: LazyLock<TokenIndex> = LazyLock::new(|| {
@@ -44,39 +50,40 @@ static TOKENS: LazyLock<TokenIndex> = LazyLock::new(|| {
         RULES.iter().flat_map(|r| r.prefilter.all_of.iter().copied().flatten()).copied().collect();
     tokens.sort_unstable();
     tokens.dedup();
-    let automaton = AhoCorasick::new(&tokens).expect("prefilter tokens build an automaton");
-    TokenIndex { tokens, automaton }
+    let finders = tokens.iter().map(|t| Finder::new(t.as_bytes())).collect();
+    TokenIndex { tokens, finders }
 });
 
-/// The tokens present in one text.
-pub struct PresentTokens {
-    found: Vec<bool>,
+/// Which tokens one text holds, each searched for once, when a rule first asks.
+///
+/// A rule is turned away by its first group without a token present, so most tokens are never
+/// searched for: a file without `empty_cache` is never searched for the tokens that would
+/// matter only next to it. One search stops at the first occurrence, and one that finds nothing
+/// runs through the text at memory speed. Searching every token in one pass costs more: the
+/// common ones (`self`, `cuda`, `%`) match thousands of times in a file, and a one-pass search
+/// reports each match.
+pub struct PresentTokens<'t> {
+    text: &'t [u8],
+    found: Vec<Cell<Option<bool>>>,
 }
 
-impl PresentTokens {
-    pub fn scan(text: &str) -> Self {
-        let index = &*TOKENS;
-        let mut found = vec![false; index.tokens.len()];
-        let mut missing = found.len();
-        for m in index.automaton.find_overlapping_iter(text) {
-            let slot = &mut found[m.pattern().as_usize()];
-            if !*slot {
-                *slot = true;
-                missing -= 1;
-                if missing == 0 {
-                    break;
-                }
-            }
-        }
-        Self { found }
+impl<'t> PresentTokens<'t> {
+    pub fn of(text: &'t str) -> Self {
+        Self { text: text.as_bytes(), found: vec![Cell::new(None); TOKENS.tokens.len()] }
     }
 
     fn contains(&self, token: &str) -> bool {
         let index = &*TOKENS;
-        index.tokens.binary_search(&token).is_ok_and(|i| self.found[i])
+        let Ok(i) = index.tokens.binary_search(&token) else { return false };
+        let slot = &self.found[i];
+        slot.get().unwrap_or_else(|| {
+            let present = index.finders[i].find(self.text).is_some();
+            slot.set(Some(present));
+            present
+        })
     }
 
-    /// Whether `rule` could fire on the text these tokens were found in.
+    /// Whether `rule` could fire on the text: its tokens are there and its scan lets it through.
     pub fn admits(&self, rule: &Rule, text: &str) -> bool {
         self.has_tokens_for(rule) && (*DISABLED || rule.prefilter.scan.is_none_or(|scan| scan(text)))
     }
@@ -326,6 +333,16 @@ fn def_name(code: &str) -> Option<&str> {
     Some(&name[..end])
 }
 
+/// Whether `text` could hold a `del` statement: the keyword as a whole word, not an attribute.
+pub fn could_delete(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let is_name_byte = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b >= 0x80;
+    memchr::memmem::find_iter(bytes, b"del").any(|at| {
+        let before = at.checked_sub(1).map(|i| bytes[i]);
+        !before.is_some_and(|b| is_name_byte(b) || b == b'.') && !bytes.get(at + 3).copied().is_some_and(is_name_byte)
+    })
+}
+
 pub fn starts_with_word(code: &str, word: &str) -> bool {
     code.strip_prefix(word).is_some_and(|rest| !rest.starts_with(|c: char| c.is_alphanumeric() || c == '_'))
 }
@@ -437,5 +454,30 @@ mod tests {
         // A superset, never less: `inner`'s span runs on over the loop of `evaluate` after it.
         assert!(has_loop_line(text, functions[1].span.clone()));
         assert!(has_loop_line(text, functions[2].span.clone()));
+    }
+
+    #[test]
+    fn a_del_statement_is_a_whole_word_not_an_attribute() {
+        for text in ["del x", "    del(x)", "if a: del a[0]", "x = 1; del x", "del\\\n  x"] {
+            assert!(could_delete(text), "{text}");
+        }
+        for text in ["model = x", "self.delta = 1", "x.del_ = 1", "delete(x)", "obj.del"] {
+            assert!(!could_delete(text), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_rule_needs_a_token_of_each_group_and_the_search_stops_at_the_first_missing_group() {
+        let rule = RULES.iter().find(|r| r.code == "CUL201").expect("CUL201");
+        let admits = |text: &str| PresentTokens::of(text).has_tokens_for(rule);
+        assert!(admits("torch.cuda.empty_cache()\nloss.backward()\n"));
+        assert!(admits("def training_step(self, b):\n    torch.cuda.empty_cache()\n"));
+        assert!(!admits("torch.cuda.empty_cache()\n"), "no step");
+        assert!(!admits("loss.backward()\n"), "no empty_cache");
+        let tokens = PresentTokens::of("loss.backward()\n");
+        assert!(!tokens.has_tokens_for(rule));
+        let searched: Vec<&str> =
+            TOKENS.tokens.iter().zip(&tokens.found).filter(|(_, f)| f.get().is_some()).map(|(t, _)| *t).collect();
+        assert_eq!(searched, vec!["empty_cache"], "the step tokens were searched for after empty_cache was missing");
     }
 }

@@ -15,7 +15,7 @@ pub const RULE: Rule = Rule {
     severity: Severity::Warning,
     fix: FixAvailability::Sometimes,
     query: include_str!("../../../queries/python/empty_cache_before_release.scm"),
-    prefilter: Prefilter { all_of: &[&["empty_cache"]], scan: None },
+    prefilter: Prefilter { all_of: &[&["empty_cache"]], scan: Some(could_release_memory) },
     check,
     doc: DOC,
     knowledge: Some("cuda/oom-fragmentation"),
@@ -57,6 +57,11 @@ only returns cached memory, so moving it later changes no computed value.
 - Knowledge entry: `cuda/oom-fragmentation` (`culint explain`)
 - PyTorch: `torch.cuda.empty_cache` — https://pytorch.org/docs/stable/generated/torch.cuda.empty_cache.html
 "#;
+
+/// A release to move the call after: a `del` statement or a `collect()` call (of `gc`).
+fn could_release_memory(text: &str) -> bool {
+    text.contains("collect") || crate::prefilter::could_delete(text)
+}
 
 fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
     let model = checker.model;

@@ -6,6 +6,7 @@ use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
 use crate::diagnostic::Severity;
 use crate::fix::Fix;
 use crate::lint::Checker;
+use crate::prefilter::STEP_TOKENS;
 use crate::semantic::{Model, ast, names};
 use crate::text::indentation_at;
 
@@ -15,7 +16,7 @@ pub const RULE: Rule = Rule {
     severity: Severity::Warning,
     fix: FixAvailability::Sometimes,
     query: include_str!("../../../queries/python/empty_cache_in_step_loop.scm"),
-    prefilter: Prefilter { all_of: &[&["empty_cache"]], scan: None },
+    prefilter: Prefilter { all_of: &[&["empty_cache"], STEP_TOKENS], scan: None },
     check,
     doc: DOC,
     knowledge: Some("cuda/oom-fragmentation"),

@@ -6,6 +6,7 @@ use super::{Candidate, FixAvailability, Prefilter, Rule};
 use crate::diagnostic::Severity;
 use crate::fix::{Edit, Fix};
 use crate::lint::Checker;
+use crate::prefilter::STEP_TOKENS;
 use crate::semantic::training::mentions;
 use crate::semantic::{CallTarget, Model, ast};
 
@@ -15,7 +16,7 @@ pub const RULE: Rule = Rule {
     severity: Severity::Warning,
     fix: FixAvailability::Sometimes,
     query: include_str!("../../../queries/python/graph_kept_across_iterations.scm"),
-    prefilter: Prefilter { all_of: &[&["backward(", "backward (", "training_step"]], scan: None },
+    prefilter: Prefilter { all_of: &[STEP_TOKENS], scan: None },
     check,
     doc: DOC,
     knowledge: Some("cuda/oom-genuine"),

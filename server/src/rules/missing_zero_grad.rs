@@ -6,6 +6,7 @@ use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
 use crate::diagnostic::Severity;
 use crate::fix::Fix;
 use crate::lint::Checker;
+use crate::prefilter::STEP_TOKENS;
 use crate::semantic::training::{mentions, same_or_nested};
 use crate::semantic::{CallTarget, Model, ast};
 use crate::text::indentation_at;
@@ -16,7 +17,7 @@ pub const RULE: Rule = Rule {
     severity: Severity::Warning,
     fix: FixAvailability::Sometimes,
     query: include_str!("../../../queries/python/missing_zero_grad.scm"),
-    prefilter: Prefilter { all_of: &[&[".step("], &["backward(", "backward (", "training_step"]], scan: None },
+    prefilter: Prefilter { all_of: &[&[".step("], STEP_TOKENS], scan: None },
     check,
     doc: DOC,
     knowledge: None,
