@@ -108,9 +108,10 @@ const DATA_WORDS: &[&str] = &[
     "config",
 ];
 
-/// Some `load(...)` call that does not pass `map_location`, or an alias of `load` whose calls
-/// the text cannot show. Library code that loads checkpoints nearly always passes
-/// `map_location`, and such files need not be parsed for this rule.
+/// Some `load(...)` call that could be `torch.load` and does not pass `map_location`, or an
+/// alias of `load` whose calls the text cannot show. Library code that loads checkpoints nearly
+/// always passes `map_location`, and other libraries' `json.load(f)` and `yaml.load(f)` are no
+/// `torch.load`: such files need not be parsed for this rule.
 fn could_load_without_map_location(text: &str) -> bool {
     if text.contains("load as") {
         return true;
@@ -121,7 +122,40 @@ fn could_load_without_map_location(text: &str) -> bool {
         let open = after.trim_start_matches([' ', '\t']);
         starts_a_name
             && open.starts_with('(')
+            && receiver_could_be_torch(text, at)
             && prefilter::passes_keyword(text, text.len() - open.len(), "map_location") != Some(true)
+    })
+}
+
+/// Whether the receiver of the `load` at `at` could resolve to `torch` or `torch.serialization`:
+/// no receiver (`from torch import load`), a chain rooted at `torch` or `serialization`, or at a
+/// name some `as` binds (`import torch as th`). Anything the scan cannot read counts.
+fn receiver_could_be_torch(text: &str, at: usize) -> bool {
+    let before = text[..at].trim_end_matches([' ', '\t']);
+    let Some(chain) = before.strip_suffix('.') else { return true };
+    let chain = chain.trim_end_matches([' ', '\t']);
+    let start = chain
+        .char_indices()
+        .rev()
+        .find(|(_, c)| !(c.is_alphanumeric() || *c == '_' || *c == '.'))
+        .map_or(0, |(i, c)| i + c.len_utf8());
+    let receiver = &chain[start..];
+    let root = receiver.split('.').next().unwrap_or_default();
+    let read_whole = start == 0 || chain[..start].ends_with([' ', '\t', '\n', '(', '[', '{', ',', '=', ':', ';']);
+    if root.is_empty() || !read_whole {
+        return true;
+    }
+    matches!(root, "torch" | "serialization") || binds_alias(text, root)
+}
+
+/// Whether `as <name>` appears with `name` as a whole word: an import could bind it.
+fn binds_alias(text: &str, name: &str) -> bool {
+    let is_name_char = |c: char| c.is_alphanumeric() || c == '_';
+    memchr::memmem::find_iter(text.as_bytes(), name.as_bytes()).any(|at| {
+        let before = text[..at].trim_end_matches([' ', '\t']);
+        before.len() < at
+            && before.strip_suffix("as").is_some_and(|b| b.ends_with([' ', '\t', ',', '(']))
+            && !text[at + name.len()..].starts_with(is_name_char)
     })
 }
 
@@ -307,6 +341,7 @@ fn identifier_uses<'a>(model: &Model<'a>, scope: Node<'a>, name: &str, binding: 
 
 #[cfg(test)]
 mod tests {
+    use super::could_load_without_map_location;
     use crate::fix::Applicability;
     use crate::lint::{LintContext, LintSettings, RuleSet, lint_text};
 
@@ -315,6 +350,33 @@ mod tests {
         let found = lint_text(source, LintContext::default(), &settings);
         assert_eq!(found.len(), 1, "{source}");
         found[0].fix.as_ref().map(|f| f.applicability)
+    }
+
+    #[test]
+    fn the_scan_reads_which_loads_could_be_torch_load() {
+        for text in [
+            "torch.load(p)",
+            "x = torch . load(p)",
+            "import torch as th\nth.load(p)",
+            "from torch import serialization as ser\nser.load(p)",
+            "torch.serialization.load(p)",
+            "from torch import load\nload(p)",
+            "from torch import load as read\nread(p)",
+            "get_backend().load(p)",
+            "(torch).load(p)",
+            "«x.load(p)",
+        ] {
+            assert!(could_load_without_map_location(text), "{text}");
+        }
+        for text in [
+            "json.load(f)",
+            "import yaml\ncfg = yaml.load(f)",
+            "self.torch.load(p)",
+            "torch.load(p, map_location='cpu')",
+            "state = download(p)",
+        ] {
+            assert!(!could_load_without_map_location(text), "{text}");
+        }
     }
 
     #[test]
