@@ -65,16 +65,18 @@ fn prose_ranges(text: &str) -> Vec<Range<usize>> {
             }
             quote @ (b'"' | b'\'') => {
                 let start = *line_code.get_or_insert(at);
-                let prefix = &text[start..at];
-                line_has_f_string |= prefix.contains(['f', 'F']);
+                // The string's own prefix: the letters right before the quote (`rf"`).
+                let letters = bytes[..at].iter().rev().take(3).take_while(|b| b.is_ascii_alphabetic()).count();
+                line_has_f_string |= bytes[at - letters..at].iter().any(|b| matches!(b, b'f' | b'F'));
                 let Some(end) = string_end(bytes, at, quote) else { break };
-                let alone_on_line = {
+                let prefix = &text[start..at];
+                let is_prefix = prefix.len() <= 2 && prefix.bytes().all(|b| b"rRuUbBfF".contains(&b));
+                let alone_on_line = || {
                     let rest = &text[end..memchr::memchr(b'\n', &bytes[end..]).map_or(bytes.len(), |i| end + i)];
                     let rest = rest.trim_start_matches([' ', '\t', '\r']);
                     rest.is_empty() || rest.starts_with('#')
                 };
-                let is_prefix = prefix.len() <= 2 && prefix.bytes().all(|b| b"rRuUbBfF".contains(&b));
-                if depth == 0 && is_prefix && alone_on_line && !text[end..].starts_with(['"', '\'']) {
+                if depth == 0 && is_prefix && !text[end..].starts_with(['"', '\'']) && alone_on_line() {
                     prose.push(start..end);
                 }
                 at = end;
@@ -87,12 +89,32 @@ fn prose_ranges(text: &str) -> Vec<Range<usize>> {
                     b')' | b']' | b'}' => depth = depth.saturating_sub(1),
                     _ => {}
                 }
+                // The line has code now, so until the next byte that means something to the
+                // scan, nothing changes: skip the run (most of a text) in a tight loop.
+                at += 1;
+                while at < bytes.len() && !MEANINGFUL[usize::from(bytes[at])] {
+                    at += 1;
+                }
+                continue;
             }
         }
         at += 1;
     }
     prose
 }
+
+/// The bytes the scan acts on once a line has code: line breaks, continuations, comments,
+/// quotes and brackets.
+static MEANINGFUL: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut i = 0;
+    let bytes = b"\n\\#\"'()[]{}";
+    while i < bytes.len() {
+        table[bytes[i] as usize] = true;
+        i += 1;
+    }
+    table
+};
 
 #[cfg(test)]
 mod tests {
@@ -126,6 +148,15 @@ mod tests {
         ] {
             assert!(blanked(text).contains("device_map='auto'"), "{text}");
         }
+    }
+
+    #[test]
+    fn only_a_strings_own_prefix_makes_it_an_f_string() {
+        // An `f` elsewhere on the line (`if`) does not keep the comment; `rf"` does.
+        let view = blanked("if x == \"a\":  # model.eval()\n");
+        assert!(!view.contains("eval"), "{view}");
+        let view = blanked("s = rf\"{d['#']}\"  # model.eval()\n");
+        assert!(view.contains("eval"), "{view}");
     }
 
     #[test]

@@ -241,10 +241,16 @@ pub fn string_end(bytes: &[u8], start: usize, quote: u8) -> Option<usize> {
     let delimiter = if triple { 3 } else { 1 };
     let mut at = start + delimiter;
     while at < bytes.len() {
+        // Jump to the next byte that can end the string or escape one: strings (docstrings
+        // above all) are much of a library's text.
+        let rest = &bytes[at..];
+        let next =
+            if triple { memchr::memchr2(b'\\', quote, rest) } else { memchr::memchr3(b'\\', b'\n', quote, rest) };
+        at += next?;
         match bytes[at] {
             b'\\' => at += 2,
-            b'\n' if !triple => return None,
-            byte if byte == quote && bytes[at..].starts_with(&[quote; 3][..delimiter]) => return Some(at + delimiter),
+            b'\n' => return None,
+            _ if bytes[at..].starts_with(&[quote; 3][..delimiter]) => return Some(at + delimiter),
             _ => at += 1,
         }
     }
