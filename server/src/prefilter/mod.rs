@@ -98,9 +98,19 @@ impl<'t> PresentTokens<'t> {
 /// inside a string may show up too, which only makes the prefilter looser.
 pub struct DefinedFunction<'a> {
     pub name: &'a str,
+    /// The start of the `def` line.
+    line_start: usize,
+    /// Where `def` is.
+    def_at: usize,
+}
+
+impl DefinedFunction<'_> {
     /// From the `def` line to the next `def`, `class` or decorator indented no deeper: the
     /// function's body and possibly more, never less (a string's lines are not told apart).
-    pub span: std::ops::Range<usize>,
+    /// Read on demand: a scan usually wants the spans of a few functions of a file.
+    pub fn span(&self, text: &str) -> std::ops::Range<usize> {
+        self.line_start..body_end(text, self.def_at, indentation(&text[self.line_start..]))
+    }
 }
 
 pub fn defined_functions(text: &str) -> impl Iterator<Item = DefinedFunction<'_>> {
@@ -110,8 +120,20 @@ pub fn defined_functions(text: &str) -> impl Iterator<Item = DefinedFunction<'_>
         let name = def_name(code).filter(|name| !name.is_empty())?;
         // Only the `def` that opens the line, so a line is found once.
         let def_at = code.strip_prefix("async").map_or(code, |rest| rest.trim_start_matches([' ', '\t']));
-        (text.len() - def_at.len() == at)
-            .then(|| DefinedFunction { name, span: line_start..body_end(text, at, indentation(&text[line_start..])) })
+        (text.len() - def_at.len() == at).then_some(DefinedFunction { name, line_start, def_at: at })
+    })
+}
+
+/// Whether `text` could define a function named `name`: `def` and the name as whole words, with
+/// only blanks, line continuations or line breaks between them. A text that fails this defines
+/// no such function; [`defined_functions`] reads only one-line headers.
+pub fn could_define(text: &str, name: &str) -> bool {
+    let is_name_char = |c: char| c.is_alphanumeric() || c == '_';
+    memchr::memmem::find_iter(text.as_bytes(), name.as_bytes()).any(|at| {
+        let before = text[..at].trim_end_matches([' ', '\t', '\\', '\r', '\n']);
+        before.len() < at
+            && before.strip_suffix("def").is_some_and(|b| !b.ends_with(is_name_char))
+            && !text[at + name.len()..].starts_with(is_name_char)
     })
 }
 
@@ -450,16 +472,27 @@ mod tests {
     }
 
     #[test]
+    fn a_definition_may_break_its_line_between_def_and_the_name() {
+        for text in ["def forward(self):", "async def  forward(", "def \\\n    forward(self):", "x = 1;def\tforward():"]
+        {
+            assert!(could_define(text, "forward"), "{text}");
+        }
+        for text in ["self.forward(x)", "undef forward", "def forward_hook(m):", "# forward\ndef f():"] {
+            assert!(!could_define(text, "forward"), "{text}");
+        }
+    }
+
+    #[test]
     fn a_function_span_covers_its_body_and_nested_definitions() {
         let text = "class A:\n    def evaluate(self):\n        def inner():\n            pass\n        for x in y:\n            pass\n\n    @property\n    def name(self):\n        while True:\n            pass\n";
         let functions: Vec<_> = defined_functions(text).collect();
-        let evaluate = &functions[0];
-        assert_eq!(evaluate.name, "evaluate");
-        assert!(text[evaluate.span.clone()].ends_with("            pass\n\n"), "{:?}", &text[evaluate.span.clone()]);
-        assert!(has_loop_line(text, evaluate.span.clone()));
+        let evaluate = functions[0].span(text);
+        assert_eq!(functions[0].name, "evaluate");
+        assert!(text[evaluate.clone()].ends_with("            pass\n\n"), "{:?}", &text[evaluate.clone()]);
+        assert!(has_loop_line(text, evaluate));
         // A superset, never less: `inner`'s span runs on over the loop of `evaluate` after it.
-        assert!(has_loop_line(text, functions[1].span.clone()));
-        assert!(has_loop_line(text, functions[2].span.clone()));
+        assert!(has_loop_line(text, functions[1].span(text)));
+        assert!(has_loop_line(text, functions[2].span(text)));
     }
 
     #[test]

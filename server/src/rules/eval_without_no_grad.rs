@@ -126,8 +126,10 @@ fn could_have_an_eval_loop(text: &str) -> bool {
             let end = match prefilter::enclosing_function(text, line_start) {
                 Enclosing::Function(name) => functions
                     .iter()
-                    .filter(|f| f.name == name && f.span.contains(&at))
-                    .map(|f| f.span.end)
+                    .filter(|f| f.name == name)
+                    .map(|f| f.span(text))
+                    .filter(|span| span.contains(&at))
+                    .map(|span| span.end)
                     .max()
                     .unwrap_or(text.len()),
                 Enclosing::NoFunction | Enclosing::Unknown => text.len(),
@@ -135,7 +137,7 @@ fn could_have_an_eval_loop(text: &str) -> bool {
             could_hold_eval_loop(line_start..end)
         });
     loop_after_eval_call
-        || functions.iter().any(|f| is_eval_function_name(f.name) && could_hold_eval_loop(f.span.clone()))
+        || functions.iter().any(|f| is_eval_function_name(f.name) && could_hold_eval_loop(f.span(text)))
 }
 
 /// What follows `eval` could be an argument list without positional arguments: `()`, keywords

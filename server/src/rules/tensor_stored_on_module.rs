@@ -150,6 +150,10 @@ enum Origin {
 /// Some line of a `forward` body (or a line the scan cannot place) assigns to `self.<attr>` a
 /// value that could hold a tensor.
 fn could_store_in_forward(text: &str) -> bool {
+    // Most texts with `forward` and `self` call a forward and define none.
+    if !prefilter::could_define(text, "forward") {
+        return false;
+    }
     // Whether each `forward` (by the offset of its name) can be in a module: read once, however
     // many stores it holds.
     let mut in_module: std::collections::HashMap<usize, bool> = std::collections::HashMap::new();
