@@ -1,5 +1,7 @@
 //! CUL403 tensor-stored-on-module.
 
+use std::cell::Cell;
+
 use tree_sitter::Node;
 
 use super::{Candidate, FixAvailability, Prefilter, Rule};
@@ -71,8 +73,13 @@ parameters that produced it.
 - PyTorch: `torch.nn.Module.register_buffer` — https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.register_buffer
 "#;
 
-/// How many local assignments back a value is traced.
+/// How many local assignments back a value is traced. Steps within one expression do not count:
+/// `self.attn = F.softmax(attn.masked_fill(mask, 0), -1).clone()` is one assignment.
 const TRACE_DEPTH: usize = 5;
+
+/// How many expressions one trace reads at most: each assignment it follows may name several
+/// locals, each traced back in turn. Past it the value counts as unrelated (no finding).
+const TRACE_BUDGET: usize = 1_000;
 
 /// How many local base classes are followed to find `nn.Module`.
 const BASE_DEPTH: usize = 5;
@@ -384,7 +391,7 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
         || registers_buffer(model, class, attribute)
         || model.grad_disabled(assignment)
         || only_when_not_training(model, assignment, forward)
-        || origin(model, forward, value, assignment, 0) != Origin::Computed
+        || origin_of(model, forward, value, assignment) != Origin::Computed
     {
         return;
     }
@@ -478,11 +485,24 @@ fn only_when_not_training(model: &Model<'_>, node: Node<'_>, forward: Node<'_>) 
     false
 }
 
-fn origin<'a>(model: &Model<'a>, forward: Node<'a>, value: Node<'a>, at: Node<'a>, depth: usize) -> Origin {
-    if depth > TRACE_DEPTH {
+/// Where the value of `value`, evaluated at `at` in `forward`, comes from.
+fn origin_of<'a>(model: &Model<'a>, forward: Node<'a>, value: Node<'a>, at: Node<'a>) -> Origin {
+    origin(model, forward, value, at, 0, &Cell::new(TRACE_BUDGET))
+}
+
+fn origin<'a>(
+    model: &Model<'a>,
+    forward: Node<'a>,
+    value: Node<'a>,
+    at: Node<'a>,
+    depth: usize,
+    budget: &Cell<usize>,
+) -> Origin {
+    if depth > TRACE_DEPTH || budget.get() == 0 {
         return Origin::Unrelated;
     }
-    let of = |v: Node<'a>| origin(model, forward, v, at, depth + 1);
+    budget.set(budget.get() - 1);
+    let of = |v: Node<'a>| origin(model, forward, v, at, depth, budget);
     let computed_if_any = |children: Vec<Node<'a>>| {
         if children.into_iter().map(of).max().unwrap_or(Origin::Unrelated) >= Origin::Input {
             Origin::Computed
@@ -501,7 +521,7 @@ fn origin<'a>(model: &Model<'a>, forward: Node<'a>, value: Node<'a>, at: Node<'a
             match last_local_assignment(model, forward, name, at) {
                 Some(assignment) => assignment
                     .child_by_field_name("right")
-                    .map_or(Origin::Unrelated, |right| origin(model, forward, right, assignment, depth + 1)),
+                    .map_or(Origin::Unrelated, |right| origin(model, forward, right, assignment, depth + 1, budget)),
                 None if is_parameter(model, forward, name) => Origin::Input,
                 None => Origin::Unrelated,
             }
@@ -604,7 +624,7 @@ fn detach_fix<'a>(model: &Model<'a>, forward: Node<'a>, value: Node<'a>, at: Nod
         "tuple" | "list" | "expression_list" => {
             let mut cursor = value.walk();
             let elements: Vec<Node<'a>> = value.named_children(&mut cursor).collect();
-            elements.into_iter().filter(|e| origin(model, forward, *e, at, 0) == Origin::Computed).collect()
+            elements.into_iter().filter(|e| origin_of(model, forward, *e, at) == Origin::Computed).collect()
         }
         _ => vec![value],
     };
