@@ -26,6 +26,34 @@ fn exit_codes_say_clean_findings_or_error() {
 }
 
 #[test]
+fn quiet_prints_findings_only_and_silent_prints_nothing_but_errors() {
+    let dir = project(&[("train.py", STEP_LOOP.as_bytes()), ("notes.py", b"\xff\xfe not text")]);
+    let normal = culint(dir.path(), &["check", "--output-format", "concise"]);
+    assert!(normal.stdout.contains("Found 1 error."), "{}", normal.stdout);
+    assert!(normal.stderr.contains("warning:"), "the undecodable file is warned about: {}", normal.stderr);
+
+    let quiet = culint(dir.path(), &["check", "-q", "--output-format", "concise"]);
+    assert_eq!(quiet.code, 1);
+    assert_eq!(quiet.stdout.lines().count(), 1, "{}", quiet.stdout);
+    assert!(quiet.stdout.contains("CUL201"), "{}", quiet.stdout);
+    assert!(quiet.stderr.is_empty(), "{}", quiet.stderr);
+    let diff = culint(dir.path(), &["check", "--quiet", "--diff", "--unsafe-fixes"]);
+    assert!(diff.stdout.contains("+++ "), "{}", diff.stdout);
+    assert!(diff.stderr.is_empty(), "no \"Would fix\" line: {}", diff.stderr);
+
+    let silent = culint(dir.path(), &["check", "-s"]);
+    assert_eq!((silent.code, silent.stdout.as_str(), silent.stderr.as_str()), (1, "", ""));
+    let report = dir.path().join("report.txt");
+    let to_file = culint(dir.path(), &["check", "--silent", "--output-file", report.to_str().unwrap()]);
+    assert_eq!(to_file.code, 1);
+    assert!(std::fs::read_to_string(&report).unwrap().contains("CUL201"));
+    let missing = culint(dir.path(), &["check", "-s", "missing.py"]);
+    assert_eq!(missing.code, 2);
+    assert!(missing.stderr.contains("missing.py"), "errors still show: {}", missing.stderr);
+    assert_eq!(culint(dir.path(), &["check", "-q", "-s"]).code, 2, "the two flags conflict");
+}
+
+#[test]
 fn selection_by_code_prefix_and_name() {
     let dir = project(&[("train.py", STEP_LOOP.as_bytes())]);
     for selector in ["CUL201", "CUL2", "empty-cache-in-step-loop", "ALL"] {

@@ -51,6 +51,13 @@ pub struct CheckArgs {
     /// Exit 0 even when findings remain (errors still exit 2).
     #[arg(long)]
     exit_zero: bool,
+    /// Print the findings and errors only: no summary, no warnings.
+    #[arg(short, long, conflicts_with = "silent")]
+    quiet: bool,
+    /// Print errors only; the exit code tells whether there are findings. `--output-file` is
+    /// still written, and `--fix -` still prints the fixed text.
+    #[arg(short, long)]
+    silent: bool,
     /// Also report the regions the parser could not read.
     #[arg(long)]
     show_syntax_errors: bool,
@@ -207,7 +214,8 @@ fn check(args: &CheckArgs) -> Result<ExitCode, String> {
         errors += 1;
     }
 
-    if walk.files.is_empty() && !reads_stdin && walk.io_errors.is_empty() {
+    let warn = !(args.quiet || args.silent);
+    if walk.files.is_empty() && !reads_stdin && walk.io_errors.is_empty() && warn {
         eprintln!("warning: no Python files found under the given paths");
     }
     let mut reports: Vec<FileReport> = walk.files.par_iter().map(|path| check_file(path, &resolver, mode)).collect();
@@ -215,13 +223,13 @@ fn check(args: &CheckArgs) -> Result<ExitCode, String> {
         reports.push(check_stdin(args, &resolver, mode)?);
     }
 
-    match print_notices(&reports) {
+    match print_notices(&reports, warn) {
         Some(count) => errors += count,
         None => return Ok(ExitCode::from(EXIT_USAGE)),
     }
 
     if mode == FixMode::Diff {
-        return Ok(print_diffs(&reports, errors));
+        return Ok(print_diffs(&reports, errors, args));
     }
     if mode == FixMode::Apply {
         for report in &reports {
@@ -241,12 +249,14 @@ fn check(args: &CheckArgs) -> Result<ExitCode, String> {
     } else {
         render(&reports, &options)
     };
-    if text_format {
+    if text_format && warn {
         out.push_str(&render_summary(&summary, mode == FixMode::Apply));
     }
     // With stdin fixed onto stdout, the findings go to stderr so the two do not mix.
     let stdin_fixed = mode == FixMode::Apply && reads_stdin;
-    emit(&out, args.output_file.as_deref(), stdin_fixed)?;
+    if !args.silent || args.output_file.is_some() {
+        emit(&out, args.output_file.as_deref(), stdin_fixed)?;
+    }
 
     Ok(if errors > 0 {
         ExitCode::from(EXIT_USAGE)
@@ -257,9 +267,10 @@ fn check(args: &CheckArgs) -> Result<ExitCode, String> {
     })
 }
 
-/// Print each report's warnings and errors to stderr, and return how many errors there were;
-/// `None` when a broken configuration stops the run (reported once, however many files it covers).
-fn print_notices(reports: &[FileReport]) -> Option<usize> {
+/// Print each report's errors to stderr, and its warnings too when `warn`, and return how many
+/// errors there were; `None` when a broken configuration stops the run (reported once, however
+/// many files it covers).
+fn print_notices(reports: &[FileReport], warn: bool) -> Option<usize> {
     let mut config_errors: Vec<&str> = reports
         .iter()
         .flat_map(|r| &r.notices)
@@ -276,7 +287,8 @@ fn print_notices(reports: &[FileReport]) -> Option<usize> {
     let mut errors = 0;
     for notice in reports.iter().flat_map(|r| &r.notices) {
         match notice {
-            Notice::Warning(message) => eprintln!("warning: {message}"),
+            Notice::Warning(message) if warn => eprintln!("warning: {message}"),
+            Notice::Warning(_) => {}
             Notice::Error(message) => {
                 eprintln!("error: {message}");
                 errors += 1;
@@ -319,17 +331,21 @@ fn check_stdin(args: &CheckArgs, resolver: &Resolver, mode: FixMode) -> Result<F
     }
 }
 
-fn print_diffs(reports: &[FileReport], errors: usize) -> ExitCode {
+fn print_diffs(reports: &[FileReport], errors: usize, args: &CheckArgs) -> ExitCode {
     let mut stdout = std::io::stdout().lock();
     let mut would_fix = 0;
     for report in reports {
         if let Some(diff) = &report.diff {
-            let _ = stdout.write_all(diff.as_bytes());
+            if !args.silent {
+                let _ = stdout.write_all(diff.as_bytes());
+            }
             would_fix += report.fixed;
         }
     }
     let _ = stdout.flush();
-    if would_fix > 0 {
+    if args.quiet || args.silent {
+        // The diff (or the exit code) says it all.
+    } else if would_fix > 0 {
         eprintln!("Would fix {would_fix} {}.", if would_fix == 1 { "error" } else { "errors" });
     } else {
         eprintln!("No errors would be fixed.");
