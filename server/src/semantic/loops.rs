@@ -48,9 +48,13 @@ impl<'a> Model<'a> {
     /// Whether `node` is an eval loop. Only a loop that passes [`is_eval_loop`], which reads
     /// the loop and its function alone, can be one; settling that first spares most files the
     /// classification of every loop, which resolves calls into the project's other modules.
+    /// Once the loops are classified (another rule asked), their kinds answer at once.
     pub fn is_eval_kind(&self, node: Node<'_>) -> bool {
-        self.loop_index(node)
-            .is_some_and(|i| is_eval_loop(self, self.loop_nodes()[i]) && self.loops()[i].kind == LoopKind::Eval)
+        let Some(i) = self.loop_index(node) else { return false };
+        match self.loops.get() {
+            Some(loops) => loops[i].kind == LoopKind::Eval,
+            None => is_eval_loop(self, self.loop_nodes()[i]) && self.loops()[i].kind == LoopKind::Eval,
+        }
     }
 
     pub fn step_loops(&self) -> impl Iterator<Item = &LoopInfo<'a>> {
