@@ -128,7 +128,6 @@ pub fn defined_functions(text: &str) -> impl Iterator<Item = DefinedFunction<'_>
 /// only blanks, line continuations or line breaks between them. A text that fails this defines
 /// no such function; [`defined_functions`] reads only one-line headers.
 pub fn could_define(text: &str, name: &str) -> bool {
-    let is_name_char = |c: char| c.is_alphanumeric() || c == '_';
     memchr::memmem::find_iter(text.as_bytes(), name.as_bytes()).any(|at| {
         let before = text[..at].trim_end_matches([' ', '\t', '\\', '\r', '\n']);
         before.len() < at
@@ -173,7 +172,6 @@ pub fn has_loop_line(text: &str, range: std::ops::Range<usize>) -> bool {
 /// which only lets more through. A comment between the name and what follows counts as a call.
 pub fn could_call_a_model(text: &str) -> bool {
     let bytes = text.as_bytes();
-    let is_name_byte = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b >= 0x80;
     let skip_space = |mut at: usize| {
         while at < bytes.len() && matches!(bytes[at], b' ' | b'\t' | b'\r' | b'\n' | b'\\') {
             at += 1;
@@ -357,22 +355,32 @@ fn def_name(code: &str) -> Option<&str> {
     if name.len() == rest.len() {
         return None;
     }
-    let end = name.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(name.len());
+    let end = name.find(|c: char| !is_name_char(c)).unwrap_or(name.len());
     Some(&name[..end])
 }
 
 /// Whether `text` could hold a `del` statement: the keyword as a whole word, not an attribute.
 pub fn could_delete(text: &str) -> bool {
     let bytes = text.as_bytes();
-    let is_name_byte = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b >= 0x80;
     memchr::memmem::find_iter(bytes, b"del").any(|at| {
         let before = at.checked_sub(1).map(|i| bytes[i]);
         !before.is_some_and(|b| is_name_byte(b) || b == b'.') && !bytes.get(at + 3).copied().is_some_and(is_name_byte)
     })
 }
 
+/// A character that can be part of a Python name.
+pub fn is_name_char(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+/// A byte that can be part of a Python name: ASCII letters, digits, `_`, and every byte of a
+/// non-ASCII character (which a scan over bytes cannot tell apart).
+pub fn is_name_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b >= 0x80
+}
+
 pub fn starts_with_word(code: &str, word: &str) -> bool {
-    code.strip_prefix(word).is_some_and(|rest| !rest.starts_with(|c: char| c.is_alphanumeric() || c == '_'))
+    code.strip_prefix(word).is_some_and(|rest| !rest.starts_with(is_name_char))
 }
 
 pub fn line_start(text: &str, at: usize) -> usize {

@@ -148,7 +148,7 @@ fn has_no_positional_args(after_name: &str) -> bool {
     if first.starts_with([')', '*', '#', '\\']) {
         return true;
     }
-    let name_end = first.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(first.len());
+    let name_end = first.find(|c: char| !prefilter::is_name_char(c)).unwrap_or(first.len());
     let after = first[name_end..].trim_start();
     name_end > 0 && after.starts_with('=') && !after.starts_with("==")
 }

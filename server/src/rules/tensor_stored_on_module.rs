@@ -166,7 +166,7 @@ fn could_store_in_forward(text: &str) -> bool {
     let mut in_module: std::collections::HashMap<usize, bool> = std::collections::HashMap::new();
     memchr::memmem::find_iter(text.as_bytes(), b"self.").any(|at| {
         let before = text[..at].chars().next_back();
-        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.')
+        if before.is_some_and(|c| prefilter::is_name_char(c) || c == '.')
             || !starts_a_target(text, at)
             || !assigns_attribute(&text[at + 5..])
         {
@@ -221,7 +221,7 @@ fn class_bases(code: &str) -> Option<&str> {
 
 fn bases_could_be_modules(text: &str, bases: &str, depth: usize, budget: &mut usize) -> bool {
     bases.split(',').map(str::trim).filter(|b| !b.is_empty() && !b.contains('=')).any(|base| {
-        if *budget == 0 || !base.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '.') {
+        if *budget == 0 || !base.chars().all(|c| prefilter::is_name_char(c) || c == '.') {
             return true;
         }
         *budget -= 1;
@@ -251,8 +251,8 @@ fn import_bindings(text: &str, name: &str) -> (bool, bool) {
     let mut at = 0;
     while let Some(found) = text[at..].find(name).map(|i| at + i) {
         at = found + name.len();
-        let whole_word = !text[..found].ends_with(|c: char| c.is_alphanumeric() || c == '_')
-            && !text[at..].starts_with(|c: char| c.is_alphanumeric() || c == '_');
+        let whole_word =
+            !text[..found].ends_with(prefilter::is_name_char) && !text[at..].starts_with(prefilter::is_name_char);
         let Some(start) = whole_word.then(|| import_statement_start(text, found)).flatten() else { continue };
         let statement = &text[start..found];
         let after_import = statement.starts_with("import") || statement.contains(" import") || start == found;
@@ -315,7 +315,7 @@ fn starts_a_target(text: &str, at: usize) -> bool {
 /// could be computed: an attribute named like a loss, or a value that is a literal constant on
 /// its own line (`self.cache = None`), never holds a tensor the rule reports.
 fn assigns_attribute(rest: &str) -> bool {
-    let name_end = rest.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(rest.len());
+    let name_end = rest.find(|c: char| !prefilter::is_name_char(c)).unwrap_or(rest.len());
     let after = rest[name_end..].trim_start_matches([' ', '\t']);
     let line = after.split('\n').next().unwrap_or(after);
     let assigns =

@@ -117,7 +117,7 @@ fn could_load_without_map_location(text: &str) -> bool {
         return true;
     }
     memchr::memmem::find_iter(text.as_bytes(), b"load").any(|at| {
-        let starts_a_name = text[..at].chars().next_back().is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
+        let starts_a_name = text[..at].chars().next_back().is_none_or(|c| !prefilter::is_name_char(c));
         let after = &text[at + "load".len()..];
         let open = after.trim_start_matches([' ', '\t']);
         starts_a_name
@@ -137,7 +137,7 @@ fn receiver_could_be_torch(text: &str, at: usize) -> bool {
     let start = chain
         .char_indices()
         .rev()
-        .find(|(_, c)| !(c.is_alphanumeric() || *c == '_' || *c == '.'))
+        .find(|(_, c)| !(prefilter::is_name_char(*c) || *c == '.'))
         .map_or(0, |(i, c)| i + c.len_utf8());
     let receiver = &chain[start..];
     let root = receiver.split('.').next().unwrap_or_default();
@@ -150,12 +150,11 @@ fn receiver_could_be_torch(text: &str, at: usize) -> bool {
 
 /// Whether `as <name>` appears with `name` as a whole word: an import could bind it.
 fn binds_alias(text: &str, name: &str) -> bool {
-    let is_name_char = |c: char| c.is_alphanumeric() || c == '_';
     memchr::memmem::find_iter(text.as_bytes(), name.as_bytes()).any(|at| {
         let before = text[..at].trim_end_matches([' ', '\t']);
         before.len() < at
             && before.strip_suffix("as").is_some_and(|b| b.ends_with([' ', '\t', ',', '(']))
-            && !text[at + name.len()..].starts_with(is_name_char)
+            && !text[at + name.len()..].starts_with(prefilter::is_name_char)
     })
 }
 
