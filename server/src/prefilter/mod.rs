@@ -124,16 +124,24 @@ pub fn defined_functions(text: &str) -> impl Iterator<Item = DefinedFunction<'_>
     })
 }
 
-/// Whether `text` could define a function named `name`: `def` and the name as whole words, with
-/// only blanks, line continuations or line breaks between them. A text that fails this defines
-/// no such function; [`defined_functions`] reads only one-line headers.
+/// Where `word` occurs in `text` as a whole word: no name character right before or after it.
+pub fn whole_words<'t>(text: &'t str, word: &'t str) -> impl Iterator<Item = usize> + 't {
+    memchr::memmem::find_iter(text.as_bytes(), word.as_bytes())
+        .filter(move |&at| !text[..at].ends_with(is_name_char) && !text[at + word.len()..].starts_with(is_name_char))
+}
+
+/// Whether the keyword `keyword`, as a whole word, comes right before `at` with only blanks,
+/// line continuations or line breaks between (`def forward`, `import torch as th`).
+pub fn follows_keyword(text: &str, keyword: &str, at: usize) -> bool {
+    let before = text[..at].trim_end_matches([' ', '\t', '\\', '\r', '\n']);
+    before.strip_suffix(keyword).is_some_and(|b| !b.ends_with(is_name_char))
+}
+
+/// Whether `text` could define a function named `name`: `def` and the name as whole words. A
+/// text that fails this defines no such function; [`defined_functions`] reads only one-line
+/// headers.
 pub fn could_define(text: &str, name: &str) -> bool {
-    memchr::memmem::find_iter(text.as_bytes(), name.as_bytes()).any(|at| {
-        let before = text[..at].trim_end_matches([' ', '\t', '\\', '\r', '\n']);
-        before.len() < at
-            && before.strip_suffix("def").is_some_and(|b| !b.ends_with(is_name_char))
-            && !text[at + name.len()..].starts_with(is_name_char)
-    })
+    whole_words(text, name).any(|at| follows_keyword(text, "def", at))
 }
 
 /// Where the lines after `from` stop belonging to a block indented deeper than `indent`: the
@@ -361,11 +369,7 @@ fn def_name(code: &str) -> Option<&str> {
 
 /// Whether `text` could hold a `del` statement: the keyword as a whole word, not an attribute.
 pub fn could_delete(text: &str) -> bool {
-    let bytes = text.as_bytes();
-    memchr::memmem::find_iter(bytes, b"del").any(|at| {
-        let before = at.checked_sub(1).map(|i| bytes[i]);
-        !before.is_some_and(|b| is_name_byte(b) || b == b'.') && !bytes.get(at + 3).copied().is_some_and(is_name_byte)
-    })
+    whole_words(text, "del").any(|at| !text[..at].ends_with('.'))
 }
 
 /// A character that can be part of a Python name.

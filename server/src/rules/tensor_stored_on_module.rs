@@ -248,12 +248,8 @@ fn bases_could_be_modules(text: &str, bases: &str, depth: usize, budget: &mut us
 /// their `import`).
 fn import_bindings(text: &str, name: &str) -> (bool, bool) {
     let (mut relative, mut absolute) = (false, false);
-    let mut at = 0;
-    while let Some(found) = text[at..].find(name).map(|i| at + i) {
-        at = found + name.len();
-        let whole_word =
-            !text[..found].ends_with(prefilter::is_name_char) && !text[at..].starts_with(prefilter::is_name_char);
-        let Some(start) = whole_word.then(|| import_statement_start(text, found)).flatten() else { continue };
+    for found in prefilter::whole_words(text, name) {
+        let Some(start) = import_statement_start(text, found) else { continue };
         let statement = &text[start..found];
         let after_import = statement.starts_with("import") || statement.contains(" import") || start == found;
         if !after_import {

@@ -145,17 +145,9 @@ fn receiver_could_be_torch(text: &str, at: usize) -> bool {
     if root.is_empty() || !read_whole {
         return true;
     }
-    matches!(root, "torch" | "serialization") || binds_alias(text, root)
-}
-
-/// Whether `as <name>` appears with `name` as a whole word: an import could bind it.
-fn binds_alias(text: &str, name: &str) -> bool {
-    memchr::memmem::find_iter(text.as_bytes(), name.as_bytes()).any(|at| {
-        let before = text[..at].trim_end_matches([' ', '\t']);
-        before.len() < at
-            && before.strip_suffix("as").is_some_and(|b| b.ends_with([' ', '\t', ',', '(']))
-            && !text[at + name.len()..].starts_with(prefilter::is_name_char)
-    })
+    // `as <root>`: an import could bind it.
+    matches!(root, "torch" | "serialization")
+        || prefilter::whole_words(text, root).any(|at| prefilter::follows_keyword(text, "as", at))
 }
 
 fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
