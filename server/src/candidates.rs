@@ -3,10 +3,11 @@
 //! The CLI lints each file once and runs the pass over the whole tree. The language server lints
 //! the same buffer again on every keystroke, where a pass over a large file costs tens of
 //! milliseconds although the edit touched one top-level statement. It keeps a
-//! [`CandidateCache`] per buffer and runs the queries only on top-level statements whose text it
-//! has not seen; the matches of the others are carried over. That is exact because a match lies
-//! within one top-level statement and depends on nothing outside it: no rule's pattern is rooted
-//! at the module (a test checks every pattern), and predicates read only captured text.
+//! [`CandidateCache`] per buffer and runs the queries only on top-level statements that the
+//! reparse did not share with the last lint's tree; the matches of the others are carried over
+//! (see [`crate::tree_reuse`]). That is exact because a match lies within one top-level statement
+//! and depends on nothing outside it: no rule's pattern is rooted at the module (a test checks
+//! every pattern), and predicates read only captured text.
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex, OnceLock, PoisonError};
@@ -16,6 +17,7 @@ use tree_sitter::{Node, Query, QueryCursor, QueryMatch, Tree};
 
 use crate::parse::python;
 use crate::rules::{Candidate, RULES, Rule, index_of};
+use crate::tree_reuse::{KeptNode, StatementMemory};
 
 /// Compile one rule's query on its own: the registry test checks each this way, so that an
 /// error names the rule.
@@ -98,37 +100,31 @@ impl RuleQueries {
     }
 }
 
-/// The matches found in the top-level statements of a buffer's last lint, keyed by each
-/// statement's text, for the next lint of the same buffer to reuse. Any version of the buffer
-/// may use any cache: a statement is reused only when its text is the same, and its matches are
-/// located again by their path from the statement.
+/// The matches found in the top-level statements of a buffer's last lint, for the next lint of
+/// the same buffer to reuse.
 #[derive(Default)]
 pub struct CandidateCache {
-    inner: Mutex<CachedStatements>,
+    statements: StatementMemory<CachedMatches>,
 }
 
-#[derive(Default)]
-struct CachedStatements {
-    /// The rules the matches are for, as indices into [`RULES`].
+/// The matches of one top-level statement, for the rules they were found for (as indices into
+/// [`RULES`]).
+struct CachedMatches {
     rules: Vec<usize>,
-    /// `None` for a statement that is always queried again: one of its matches has a node that
-    /// cannot be given a path (a zero-width node).
-    statements: HashMap<Box<str>, Option<Arc<[CachedCandidate]>>>,
+    candidates: Vec<CachedCandidate>,
 }
 
-/// A candidate inside a top-level statement, with each captured node as the child indices that
-/// lead to it from the statement, and its kind to check that they still do.
 struct CachedCandidate {
     rule: usize,
     /// Which of `captures` is the `@violation`.
     violation: usize,
-    captures: Vec<(&'static str, Vec<u32>, u16)>,
+    captures: Vec<(&'static str, KeptNode)>,
 }
 
 impl CandidateCache {
     /// Forget every statement (a buffer that went idle gives its memory back).
     pub fn clear(&self) {
-        *self.inner.lock().unwrap_or_else(PoisonError::into_inner) = CachedStatements::default();
+        self.statements.clear();
     }
 }
 
@@ -154,39 +150,28 @@ pub fn candidates_by_rule<'a>(
     };
     let root = tree.root_node();
     let is_active = |rule: usize| slot_of_rule[rule].is_some();
-    match cache.and_then(|cache| cache.inner.try_lock().ok()) {
-        Some(mut cached) => {
+    match cache.and_then(|cache| cache.statements.recall(text, tree)) {
+        Some(mut memory) => {
             let rules: Vec<usize> = active.iter().map(|rule| index_of(rule)).collect();
-            if cached.rules != rules {
-                *cached = CachedStatements { rules, statements: HashMap::new() };
-            }
-            let mut seen = HashMap::with_capacity(cached.statements.len());
             let mut statements = root.walk();
             for statement in root.children(&mut statements) {
-                if statement.has_error() {
-                    // Not kept: what the parser makes of broken text depends on what surrounds it.
-                    query_within(queries, statement, text, is_active).into_iter().for_each(|(r, c)| add(r, c));
+                let recalled = memory.recall(statement).filter(|(cached, _)| cached.rules == rules);
+                if let Some((cached, placer)) = recalled {
+                    for candidate in &cached.candidates {
+                        let captures: Vec<(&'a str, Node<'a>)> =
+                            candidate.captures.iter().map(|(name, kept)| (*name, placer.place(kept))).collect();
+                        add(candidate.rule, Candidate { node: captures[candidate.violation].1, captures });
+                    }
                     continue;
                 }
-                // The key moves from the last lint's map to this one's, so unchanged statements are
-                // not copied on every keystroke.
-                let source = &text[statement.byte_range()];
-                let (key, known) = match cached.statements.remove_entry(source) {
-                    Some(entry) => entry,
-                    None => (Box::from(source), seen.get(source).cloned().flatten()),
-                };
-                let (found, known) = match known.as_ref().and_then(|known| locate(statement, known)) {
-                    Some(found) => (found, known),
-                    None => {
-                        let found = query_within(queries, statement, text, is_active);
-                        let known = remember(queries, statement, &found);
-                        (found, known)
-                    }
-                };
+                let found = query_within(queries, statement, text, is_active);
+                if !statement.has_error() {
+                    // A statement with syntax errors is not kept: what the parser makes of broken
+                    // text depends on what surrounds it.
+                    memory.keep(statement, remember(queries, statement, &found, rules.clone()));
+                }
                 found.into_iter().for_each(|(rule, candidate)| add(rule, candidate));
-                seen.insert(key, known);
             }
-            cached.statements = seen;
         }
         None => query_within(queries, root, text, is_active).into_iter().for_each(|(r, c)| add(r, c)),
     }
@@ -219,66 +204,29 @@ fn query_within<'a>(
     found
 }
 
-/// The candidates `found` in a top-level statement, as the cache keeps them; `None` when a node
-/// cannot be given a path (a zero-width node), so the statement is always queried again.
-fn remember(queries: &'static RuleQueries, statement: Node<'_>, found: &Found<'_>) -> Option<Arc<[CachedCandidate]>> {
-    let cached: Option<Vec<CachedCandidate>> = found
+/// The candidates `found` in a top-level statement, as the cache keeps them.
+fn remember(queries: &'static RuleQueries, statement: Node<'_>, found: &Found<'_>, rules: Vec<usize>) -> CachedMatches {
+    let names = queries.query.capture_names();
+    let candidates = found
         .iter()
         .map(|(rule, candidate)| {
-            let violation = candidate.captures.iter().position(|(_, node)| *node == candidate.node)?;
-            let captures = candidate
+            let captures: Vec<(&'static str, KeptNode)> = candidate
                 .captures
                 .iter()
                 .map(|(name, node)| {
-                    let name: &'static str = queries.query.capture_names().iter().find(|known| *known == name)?;
-                    Some((name, path_to(statement, *node)?, node.kind_id()))
+                    let name = names.iter().find(|known| *known == name).copied().expect("a capture of the query");
+                    (name, KeptNode::of(statement, *node))
                 })
-                .collect::<Option<_>>()?;
-            Some(CachedCandidate { rule: *rule, violation, captures })
-        })
-        .collect();
-    cached.map(Arc::from)
-}
-
-/// The cached candidates of a statement, located in its new tree; `None` when any path no
-/// longer leads to a node of the recorded kind, and the statement must be queried again.
-fn locate<'a>(statement: Node<'a>, known: &[CachedCandidate]) -> Option<Found<'a>> {
-    known
-        .iter()
-        .map(|cached| {
-            let captures: Vec<(&'a str, Node<'a>)> = cached
+                .collect();
+            let violation = candidate
                 .captures
                 .iter()
-                .map(|(name, path, kind)| {
-                    let node = path.iter().try_fold(statement, |node, &i| node.child(i))?;
-                    (node.kind_id() == *kind).then_some((*name, node))
-                })
-                .collect::<Option<_>>()?;
-            let node = captures.get(cached.violation)?.1;
-            Some((cached.rule, Candidate { node, captures }))
+                .position(|(_, node)| *node == candidate.node)
+                .expect("the @violation capture");
+            CachedCandidate { rule: *rule, violation, captures }
         })
-        .collect()
-}
-
-/// The child indices that lead from `ancestor` down to `target`. Children do not overlap, so
-/// the one holding `target`'s bytes is the way down; a zero-width target has no such child and
-/// gets `None`.
-fn path_to(ancestor: Node<'_>, target: Node<'_>) -> Option<Vec<u32>> {
-    let mut path = Vec::new();
-    let mut node = ancestor;
-    let mut cursor = ancestor.walk();
-    while node != target {
-        if target.start_byte() == target.end_byte() {
-            return None;
-        }
-        let (index, child) = node
-            .children(&mut cursor)
-            .enumerate()
-            .find(|(_, child)| child.start_byte() <= target.start_byte() && target.end_byte() <= child.end_byte())?;
-        path.push(u32::try_from(index).ok()?);
-        node = child;
-    }
-    Some(path)
+        .collect();
+    CachedMatches { rules, candidates }
 }
 
 fn inside_error(node: Node<'_>) -> bool {
@@ -410,9 +358,8 @@ mod tests {
         let cache = CandidateCache::default();
         let found = candidates_by_rule(text, &tree, &every_rule, Some(&cache));
         assert!(found.iter().any(|list| !list.is_empty()));
-        for known in cache.inner.lock().unwrap().statements.values_mut() {
-            *known = Some(Arc::from(Vec::new()));
-        }
+        let rules: Vec<usize> = every_rule.iter().map(|rule| index_of(rule)).collect();
+        cache.statements.replace_all(|| CachedMatches { rules: rules.clone(), candidates: Vec::new() });
         let reused = candidates_by_rule(text, &tree, &every_rule, Some(&cache));
         assert!(reused.iter().all(Vec::is_empty), "statements were queried again");
     }

@@ -24,3 +24,4 @@ pub mod suppression;
 #[cfg(test)]
 mod test_support;
 pub mod text;
+pub mod tree_reuse;

@@ -223,8 +223,8 @@ impl StatementCache {
 }
 
 /// [`lint`] for a buffer that is linted again and again as it is edited: top-level statements
-/// whose text `cache` has seen are neither queried nor walked again (see [`crate::candidates`]
-/// and the model's walk). The diagnostics are the same as [`lint`]'s.
+/// that the reparse shared with the tree of the last lint through `cache` are neither queried nor
+/// walked again (see [`crate::tree_reuse`]). The diagnostics are the same as [`lint`]'s.
 pub fn lint_again(
     text: &str,
     tree: &Tree,

@@ -3,51 +3,56 @@
 //! whose text is unchanged.
 //!
 //! The walk of a top-level statement depends on that statement alone: the loops and scope
-//! boundaries it tracks never reach above one (the module is neither). So a statement seen
-//! before is replayed from what its walk found, each node located again by its child-index
-//! path from the statement, as [`crate::candidates`] does for query matches.
-
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+//! boundaries it tracks never reach above one (the module is neither). So a statement the
+//! reparse shared with the last lint's tree is replayed from what its walk found, each node
+//! placed in the new tree by [`crate::tree_reuse`], as [`crate::candidates`] does for query
+//! matches.
 
 use tree_sitter::Node;
 
 use super::{Model, ast, names_cuda};
 use crate::grammar_ids;
+use crate::tree_reuse::{KeptNode, Placer, StatementMemory};
 
-/// What the walks of a buffer's top-level statements found, keyed by each statement's text.
+/// What the walks of a buffer's top-level statements found.
 #[derive(Default)]
 pub struct WalkCache {
-    statements: Mutex<HashMap<Box<str>, Arc<WalkedStatement>>>,
+    statements: StatementMemory<WalkedStatement>,
 }
 
 impl WalkCache {
     /// Forget every statement (a buffer that went idle gives its memory back).
     pub fn clear(&self) {
-        self.statements.lock().unwrap_or_else(PoisonError::into_inner).clear();
+        self.statements.clear();
     }
 }
 
-/// The walk of one top-level statement: each node it noted, in walk order, as the path from the
-/// statement and the node's kind (to check that the path still leads to it).
+/// The walk of one top-level statement: each node it noted, in walk order.
 struct WalkedStatement {
-    found: Vec<(Found, Vec<u32>, u16)>,
+    found: Vec<FoundNode>,
     mentions_cuda: bool,
 }
 
-/// What the walk noted about a node. Scopes and loops are the node's ancestors at these depths
-/// below the statement (0: the statement itself).
+struct FoundNode {
+    found: Found,
+    node: KeptNode,
+    /// The names the node is filed under (see [`Model::names_of`]), as byte ranges from the
+    /// statement's start.
+    names: Box<[(u32, u32)]>,
+}
+
+/// What the walk noted about a node, with the scope and loop nodes around it.
 #[derive(Clone, Copy)]
 enum Found {
-    Call { scope: Option<u16>, in_loop: Option<u16> },
+    Call { scope: Option<KeptNode>, in_loop: Option<KeptNode> },
     Import,
     Function,
     Class,
     Assignment,
-    Loop { outer: Option<u16> },
+    Loop { outer: Option<KeptNode> },
 }
 
-/// A noted node with its scope and loop nodes resolved.
+/// A noted node with its scope and loop nodes placed in the current tree.
 enum Noted<'a> {
     Call { scope: Option<Node<'a>>, in_loop: Option<Node<'a>> },
     Import,
@@ -64,62 +69,49 @@ impl<'a> Model<'a> {
         let mut statements = root.walk();
         self.top_level = root.children(&mut statements).collect();
         // A cache in use by another lint of the same buffer (an older version's) is not waited for.
-        let Some(mut known) = cache.and_then(|cache| cache.statements.try_lock().ok()) else {
+        let Some(mut memory) = cache.and_then(|cache| cache.statements.recall(self.text, self.tree)) else {
             self.mentions_cuda = self.walk_subtree(root, None);
             return;
         };
-        let mut seen: HashMap<Box<str>, Arc<WalkedStatement>> = HashMap::with_capacity(known.len());
         for statement in self.top_level.clone() {
-            if statement.has_error() {
+            let mentions_cuda = if let Some((walked, placer)) = memory.recall(statement) {
+                self.replay(&walked, &placer);
+                walked.mentions_cuda
+            } else if statement.has_error() {
                 // Not kept: what the parser makes of broken text depends on what surrounds it.
-                let mentions_cuda = self.walk_subtree(statement, None);
-                self.mentions_cuda |= mentions_cuda;
-                continue;
-            }
-            // The key moves from the last lint's map to this one's, so unchanged statements are
-            // not copied on every keystroke.
-            let source = &self.text[statement.byte_range()];
-            let (key, walked) = match known.remove_entry(source) {
-                Some((key, walked)) => (key, Some(walked)),
-                None => (Box::from(source), seen.get(source).cloned()),
+                self.walk_subtree(statement, None)
+            } else {
+                let mut found = Vec::new();
+                let mentions_cuda = self.walk_subtree(statement, Some(&mut found));
+                memory.keep(statement, WalkedStatement { found, mentions_cuda });
+                mentions_cuda
             };
-            let walked = match walked.filter(|walked| self.replay(statement, walked)) {
-                Some(walked) => walked,
-                None => {
-                    let mut found = Vec::new();
-                    let mentions_cuda = self.walk_subtree(statement, Some(&mut found));
-                    Arc::new(WalkedStatement { found, mentions_cuda })
-                }
-            };
-            self.mentions_cuda |= walked.mentions_cuda;
-            seen.insert(key, walked);
+            self.mentions_cuda |= mentions_cuda;
         }
-        *known = seen;
     }
 
-    /// Walk the subtree of `top`, noting what the model needs, and with `record` the path of
-    /// each noted node. Returns whether the subtree names CUDA.
-    fn walk_subtree(&mut self, top: Node<'a>, mut record: Option<&mut Vec<(Found, Vec<u32>, u16)>>) -> bool {
+    /// Walk the subtree of `top`, noting what the model needs, and with `record` keeping each
+    /// noted node. Returns whether the subtree names CUDA.
+    fn walk_subtree(&mut self, top: Node<'a>, mut record: Option<&mut Vec<FoundNode>>) -> bool {
         let source = self.text;
         let mut cursor = top.walk();
         let mut mentions_cuda = false;
         // The loops and scope boundaries around the current node, with their depths.
         let mut enclosing: Vec<(usize, Node<'a>)> = Vec::new();
-        let mut path: Vec<u32> = Vec::new();
+        let mut depth = 0;
         'outer: loop {
             let node = cursor.node();
-            let depth = path.len();
             while enclosing.last().is_some_and(|(d, _)| *d >= depth) {
                 enclosing.pop();
             }
-            let depth_of = |n: Node<'a>| enclosing.iter().find(|(_, e)| *e == n).map(|(d, _)| *d as u16);
+            let keep = |n: Node<'a>| KeptNode::of(top, n);
             let noted = if grammar_ids::CALL.contains(node) {
                 let scope_at = enclosing.iter().rposition(|(_, n)| ast::is_function_boundary(*n));
                 let in_loop = enclosing[scope_at.map_or(0, |i| i + 1)..].last().map(|(_, n)| *n);
                 let scope = scope_at.map(|i| enclosing[i].1);
                 Some((
                     Noted::Call { scope, in_loop },
-                    Found::Call { scope: scope.and_then(depth_of), in_loop: in_loop.and_then(depth_of) },
+                    Found::Call { scope: scope.map(keep), in_loop: in_loop.map(keep) },
                 ))
             } else if grammar_ids::IMPORT.contains(node) {
                 Some((Noted::Import, Found::Import))
@@ -131,7 +123,7 @@ impl<'a> Model<'a> {
                 Some((Noted::Assignment, Found::Assignment))
             } else if ast::is_loop(node) {
                 let outer = enclosing.last().filter(|(_, n)| ast::is_loop(*n)).map(|(_, n)| *n);
-                Some((Noted::Loop { outer }, Found::Loop { outer: outer.and_then(depth_of) }))
+                Some((Noted::Loop { outer }, Found::Loop { outer: outer.map(keep) }))
             } else {
                 if !mentions_cuda && grammar_ids::NAME_OR_STRING.contains(node) {
                     mentions_cuda = names_cuda(ast::text(node, source));
@@ -139,92 +131,91 @@ impl<'a> Model<'a> {
                 None
             };
             if let Some((noted, found)) = noted {
-                self.note(node, noted);
+                let names = self.names_of(node, &noted);
                 if let Some(record) = record.as_deref_mut() {
-                    record.push((found, path.clone(), node.kind_id()));
+                    let start = top.start_byte();
+                    let span = |name: &&str| {
+                        let at = name.as_ptr() as usize - source.as_ptr() as usize - start;
+                        (at as u32, (at + name.len()) as u32)
+                    };
+                    record.push(FoundNode { found, node: keep(node), names: names.iter().map(span).collect() });
                 }
+                self.note(node, noted, names);
             }
             if ast::is_loop(node) || ast::is_function_boundary(node) {
                 enclosing.push((depth, node));
             }
             if cursor.goto_first_child() {
-                path.push(0);
+                depth += 1;
                 continue;
             }
             loop {
                 if cursor.goto_next_sibling() {
-                    *path.last_mut().expect("a sibling below the top") += 1;
                     continue 'outer;
                 }
                 if !cursor.goto_parent() {
                     break 'outer;
                 }
-                path.pop();
+                depth -= 1;
             }
         }
         mentions_cuda
     }
 
-    /// Note what a statement's earlier walk found, located in the current tree. Returns false,
-    /// having noted nothing, when a path no longer leads to a node of the recorded kind.
-    fn replay(&mut self, statement: Node<'a>, walked: &WalkedStatement) -> bool {
-        // The nodes along the current path, reused while consecutive paths share a prefix.
-        let mut along: Vec<Node<'a>> = vec![statement];
-        let mut previous: &[u32] = &[];
-        let mut located = Vec::with_capacity(walked.found.len());
-        for (found, path, kind) in &walked.found {
-            let shared = previous.iter().zip(path).take_while(|(a, b)| a == b).count();
-            along.truncate(shared + 1);
-            for &index in &path[shared..] {
-                let Some(child) = along.last().and_then(|node| node.child(index)) else { return false };
-                along.push(child);
-            }
-            previous = path;
-            let node = *along.last().expect("the statement at least");
-            if node.kind_id() != *kind {
-                return false;
-            }
-            let at = |depth: Option<u16>| depth.and_then(|d| along.get(usize::from(d)).copied());
+    /// Note what a statement's earlier walk found, placed in the current tree.
+    fn replay(&mut self, walked: &WalkedStatement, placer: &Placer<'a>) {
+        let place = |kept: Option<KeptNode>| kept.map(|k| placer.place(&k));
+        let start = placer.statement().start_byte();
+        let text = self.text;
+        for FoundNode { found, node, names } in &walked.found {
             let noted = match *found {
-                Found::Call { scope, in_loop } => Noted::Call { scope: at(scope), in_loop: at(in_loop) },
+                Found::Call { scope, in_loop } => Noted::Call { scope: place(scope), in_loop: place(in_loop) },
                 Found::Import => Noted::Import,
                 Found::Function => Noted::Function,
                 Found::Class => Noted::Class,
                 Found::Assignment => Noted::Assignment,
-                Found::Loop { outer } => Noted::Loop { outer: at(outer) },
+                Found::Loop { outer } => Noted::Loop { outer: place(outer) },
             };
-            located.push((node, noted));
+            let names = names.iter().map(|&(from, to)| &text[start + from as usize..start + to as usize]);
+            self.note(placer.place(node), noted, names);
         }
-        for (node, noted) in located {
-            self.note(node, noted);
-        }
-        true
     }
 
-    fn note(&mut self, node: Node<'a>, noted: Noted<'a>) {
+    /// The names a noted node is filed under: a call's callee name, a function's name, an
+    /// assignment's targets.
+    fn names_of(&self, node: Node<'a>, noted: &Noted<'a>) -> Vec<&'a str> {
         let source = self.text;
+        match noted {
+            Noted::Call { .. } => ast::callee_name(node, source).into_iter().collect(),
+            Noted::Function => ast::function_name(node, source).into_iter().collect(),
+            Noted::Assignment => {
+                node.child_by_field_name("left").map(|left| ast::target_names(left, source)).unwrap_or_default()
+            }
+            Noted::Import | Noted::Class | Noted::Loop { .. } => Vec::new(),
+        }
+    }
+
+    fn note(&mut self, node: Node<'a>, noted: Noted<'a>, names: impl IntoIterator<Item = &'a str>) {
         match noted {
             Noted::Call { scope, in_loop } => {
                 self.call_scopes.push(scope);
                 self.call_loops.push(in_loop);
                 self.calls.push(node);
-                if let Some(name) = ast::callee_name(node, source) {
+                for name in names {
                     self.calls_by_name.entry(name).or_default().push(node);
                 }
             }
-            Noted::Import => self.imports.add_statement(node, source),
+            Noted::Import => self.imports.add_statement(node, self.text),
             Noted::Function => {
                 self.functions.push(node);
-                if let Some(name) = ast::function_name(node, source) {
+                for name in names {
                     self.functions_by_name.entry(name).or_default().push(node);
                 }
             }
             Noted::Class => self.classes.push(node),
             Noted::Assignment => {
-                if let Some(left) = node.child_by_field_name("left") {
-                    for name in ast::target_names(left, source) {
-                        self.assignments.entry(name).or_default().push(node);
-                    }
+                for name in names {
+                    self.assignments.entry(name).or_default().push(node);
                 }
             }
             Noted::Loop { outer } => {
@@ -237,6 +228,8 @@ impl<'a> Model<'a> {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashMap;
+
     use super::*;
     use crate::lint::LintContext;
     use crate::parse::parse;
@@ -296,9 +289,7 @@ mod tests {
         let tree = parse(text, None);
         let cache = WalkCache::default();
         assert!(!Model::with_cache(text, &tree, LintContext::default(), Some(&cache)).calls.is_empty());
-        for walked in cache.statements.lock().unwrap().values_mut() {
-            *walked = Arc::new(WalkedStatement { found: Vec::new(), mentions_cuda: false });
-        }
+        cache.statements.replace_all(|| WalkedStatement { found: Vec::new(), mentions_cuda: false });
         let replayed = Model::with_cache(text, &tree, LintContext::default(), Some(&cache));
         assert!(replayed.calls.is_empty(), "statements were walked again");
     }

@@ -1,0 +1,296 @@
+//! What a buffer's last lint found in each top-level statement, kept for the next lint in the
+//! form of the nodes it found.
+//!
+//! The language server lints a buffer again after every keystroke. An edit changes one top-level
+//! statement, and tree-sitter's incremental reparse shares every other statement's subtree with
+//! the old tree: the very same subtree, only at another offset. The nodes found in such a
+//! statement last time are this tree's nodes once moved by that offset. Moving them costs a few
+//! additions, where finding them again from the statement (by child-index paths) walks the
+//! tree down to each one, and on a ten-thousand-line file cost more than a third of a lint.
+//!
+//! tree-sitter's Rust API has no way to make a node of a subtree at a given place, so this module
+//! builds one from the parts the C library gives a node: its start (byte, row, column), its alias,
+//! its identity and its tree. The identity is the address of the slot that holds the node's
+//! subtree in its parent; for the nodes inside a shared statement those slots are the same memory
+//! in both trees. Safety rests on three facts of tree-sitter (pinned in Cargo.lock):
+//!
+//! - A statement is reused only when the slot of the new tree's statement holds the same subtree
+//!   pointer as the kept statement's slot did. The memory keeps the tree the nodes came from alive
+//!   (a clone holds its root), so that subtree cannot have been freed and its address taken by
+//!   another: equal pointers are the same subtree, and every slot below it is memory it owns.
+//! - Subtrees are shared by reference counts and copied before an edit changes them
+//!   (`ts_subtree_make_mut`), so a subtree still held by the kept tree is never changed in place.
+//! - A node's start is its statement's start plus the same offsets as before, because the
+//!   statement's text, and so everything inside it, is unchanged.
+//!
+//! A test moves every node of every fixture and example across edits before, inside and after
+//! its statement and compares it with the node found by walking the new tree.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use tree_sitter::{Node, Tree, ffi};
+
+/// A node inside a top-level statement, as a memory keeps it: its start relative to the
+/// statement's, its alias and its identity (0 for the statement itself, whose slot lies in the
+/// module's node and so differs between trees).
+#[derive(Clone, Copy, Debug)]
+pub struct KeptNode {
+    bytes: u32,
+    rows: u32,
+    /// Relative to the statement's column on the statement's first row, absolute below it.
+    column: u32,
+    alias: u32,
+    id: usize,
+}
+
+impl KeptNode {
+    /// `node`, which lies in `statement` (or is it).
+    pub fn of(statement: Node<'_>, node: Node<'_>) -> Self {
+        if node == statement {
+            return Self { bytes: 0, rows: 0, column: 0, alias: 0, id: 0 };
+        }
+        let raw = node.into_raw();
+        let start = statement.start_position();
+        let rows = raw.context[1] - u32::try_from(start.row).unwrap_or(u32::MAX);
+        let column = if rows == 0 { raw.context[2] - u32::try_from(start.column).unwrap_or(0) } else { raw.context[2] };
+        let bytes = raw.context[0] - u32::try_from(statement.start_byte()).unwrap_or(u32::MAX);
+        Self { bytes, rows, column, alias: raw.context[3], id: raw.id as usize }
+    }
+}
+
+/// Places kept nodes of one statement in a tree that shares the statement's subtree.
+pub struct Placer<'a> {
+    statement: Node<'a>,
+    /// The statement's start, as the C library keeps it.
+    start: [u32; 3],
+    tree: *const ffi::TSTree,
+}
+
+impl<'a> Placer<'a> {
+    /// The statement in this tree.
+    pub fn statement(&self) -> Node<'a> {
+        self.statement
+    }
+
+    pub fn place(&self, kept: &KeptNode) -> Node<'a> {
+        if kept.id == 0 {
+            return self.statement;
+        }
+        let [byte, row, column] = self.start;
+        let column = if kept.rows == 0 { column + kept.column } else { kept.column };
+        let raw = ffi::TSNode {
+            context: [byte + kept.bytes, row + kept.rows, column, kept.alias],
+            id: kept.id as *const std::ffi::c_void,
+            tree: self.tree,
+        };
+        // SAFETY: `kept` was found in a statement whose subtree `Recall::recall` found shared with
+        // this statement, so its slot is memory of that subtree, which this tree holds for `'a`;
+        // and its start is this statement's plus the offsets it had in the same subtree before.
+        unsafe { Node::from_raw(raw) }
+    }
+}
+
+/// What the lints of one buffer keep per top-level statement, keyed by the statement's text.
+pub struct StatementMemory<T> {
+    inner: Mutex<Memory<T>>,
+}
+
+struct Memory<T> {
+    /// The tree every kept statement belongs to, held so that their subtrees stay alive.
+    tree: Option<Tree>,
+    statements: HashMap<Box<str>, Kept<T>>,
+}
+
+struct Kept<T> {
+    subtree: usize,
+    value: Arc<T>,
+}
+
+impl<T> Default for StatementMemory<T> {
+    fn default() -> Self {
+        Self { inner: Mutex::new(Memory { tree: None, statements: HashMap::new() }) }
+    }
+}
+
+impl<T> StatementMemory<T> {
+    /// Forget every statement (a buffer that went idle gives its memory back).
+    pub fn clear(&self) {
+        let mut memory = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        memory.statements.clear();
+        memory.tree = None;
+    }
+
+    /// Replace everything kept with `value` (tests use it to see that the memory is read).
+    #[cfg(test)]
+    pub fn replace_all(&self, value: impl Fn() -> T) {
+        let mut memory = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        memory.statements.values_mut().for_each(|kept| kept.value = Arc::new(value()));
+    }
+
+    /// The memory for one lint of `tree`; `None` when another lint of the buffer holds it (it is
+    /// not waited for: that lint goes without).
+    pub fn recall<'m, 'a>(&'m self, text: &'a str, tree: &'a Tree) -> Option<Recall<'m, 'a, T>> {
+        let memory = self.inner.try_lock().ok()?;
+        let tree_pointer = tree.root_node().into_raw().tree;
+        Some(Recall { seen: HashMap::with_capacity(memory.statements.len()), memory, text, tree, tree_pointer })
+    }
+}
+
+/// One lint's use of a [`StatementMemory`]: what it recalls and what it keeps for the next.
+pub struct Recall<'m, 'a, T> {
+    memory: MutexGuard<'m, Memory<T>>,
+    seen: HashMap<Box<str>, Kept<T>>,
+    text: &'a str,
+    tree: &'a Tree,
+    tree_pointer: *const ffi::TSTree,
+}
+
+impl<'a, T> Recall<'_, 'a, T> {
+    /// What the last lint kept of `statement` and how to place its nodes in this tree; `None`
+    /// for a statement the parser did not share with that lint's tree (new or changed text).
+    pub fn recall(&mut self, statement: Node<'a>) -> Option<(Arc<T>, Placer<'a>)> {
+        let source = &self.text[statement.byte_range()];
+        let (key, kept) = self.memory.statements.remove_entry(source)?;
+        if subtree_of(statement) != Some(kept.subtree) {
+            return None;
+        }
+        let value = Arc::clone(&kept.value);
+        self.seen.insert(key, kept);
+        let start = statement.into_raw().context;
+        let placer = Placer { statement, start: [start[0], start[1], start[2]], tree: self.tree_pointer };
+        Some((value, placer))
+    }
+
+    /// Keep `value`, whose nodes were found in `statement` of this tree, for the next lint.
+    pub fn keep(&mut self, statement: Node<'a>, value: T) -> Arc<T> {
+        let value = Arc::new(value);
+        if let Some(subtree) = subtree_of(statement) {
+            let kept = Kept { subtree, value: Arc::clone(&value) };
+            self.seen.insert(Box::from(&self.text[statement.byte_range()]), kept);
+        }
+        value
+    }
+}
+
+impl<T> Drop for Recall<'_, '_, T> {
+    /// What this lint recalled or kept replaces the memory, with this lint's tree to keep it
+    /// alive: every statement in it belongs to that tree.
+    fn drop(&mut self) {
+        self.memory.statements = std::mem::take(&mut self.seen);
+        self.memory.tree = Some(self.tree.clone());
+    }
+}
+
+/// The subtree that the slot of a top-level statement holds, as an address; `None` for a
+/// subtree stored inline in its slot (a leaf), which has no address of its own.
+fn subtree_of(statement: Node<'_>) -> Option<usize> {
+    // SAFETY: a node's id is the address of the slot holding its subtree in the parent's child
+    // array (tree-sitter's `ts_node_new`), alive with the tree. The slot is a union of a pointer
+    // to the subtree's heap data and inline data whose lowest bit, `is_inline`, is set (on
+    // little-endian targets, the only ones this reads on).
+    let slot = unsafe { std::ptr::read(statement.id() as *const usize) };
+    (cfg!(target_endian = "little") && slot & 1 == 0).then_some(slot)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::document::Document;
+    use crate::text::TextRange;
+
+    /// Every node of each statement, in walk order.
+    fn nodes_of(statement: Node<'_>) -> Vec<Node<'_>> {
+        let mut nodes = Vec::new();
+        let mut stack = vec![statement];
+        let mut cursor = statement.walk();
+        while let Some(node) = stack.pop() {
+            nodes.push(node);
+            stack.extend(node.children(&mut cursor).collect::<Vec<_>>().into_iter().rev());
+        }
+        nodes
+    }
+
+    fn describe(node: Node<'_>) -> String {
+        format!(
+            "{} {:?} {:?} {:?}",
+            node.kind(),
+            node.byte_range(),
+            node.start_position(),
+            node.parent().map(|p| p.id())
+        )
+    }
+
+    /// Moves what `memory` kept into the document's current tree and checks every node against
+    /// the tree's own, then keeps this tree's statements. Returns how many statements were reused.
+    fn check_placed(document: &mut Document, memory: &StatementMemory<Vec<KeptNode>>, name: &str) -> usize {
+        let mut reused = 0;
+        let tree = document.tree().clone();
+        let text = document.text().to_owned();
+        let mut recall = memory.recall(&text, &tree).expect("not in use");
+        let mut statements = tree.root_node().walk();
+        for statement in tree.root_node().children(&mut statements) {
+            let expected = nodes_of(statement);
+            if let Some((kept, placer)) = recall.recall(statement) {
+                let placed: Vec<String> = kept.iter().map(|k| describe(placer.place(k))).collect();
+                let found: Vec<String> = expected.iter().map(|n| describe(*n)).collect();
+                assert_eq!(placed, found, "{name}:\n{text}");
+                reused += 1;
+            } else if !statement.has_error() {
+                recall.keep(statement, expected.iter().map(|n| KeptNode::of(statement, *n)).collect());
+            }
+        }
+        reused
+    }
+
+    /// Each fixture and example, edited inside and before its statements (a character typed at
+    /// the end of every fifth line, from the last up, then two lines added at the top): every
+    /// node kept from the last tree and placed in the new one is the node the new tree has
+    /// there, with the same parent.
+    #[test]
+    fn kept_nodes_are_placed_where_the_new_tree_has_them() {
+        let mut reused = 0;
+        for path in crate::test_support::python_files() {
+            let Ok(text) = std::fs::read_to_string(&path) else { continue };
+            let name = path.display().to_string();
+            let mut document = Document::new(&text, 1);
+            let memory = StatementMemory::default();
+            let ends: Vec<usize> = text.match_indices('\n').map(|(i, _)| i).step_by(5).collect();
+            let edits = ends.iter().rev().map(|&at| (at, "(")).chain([(0, "\n# a new first line\n")]);
+            for (at, typed) in edits {
+                reused += check_placed(&mut document, &memory, &name);
+                document.edit(TextRange::empty(at), typed);
+            }
+            reused += check_placed(&mut document, &memory, &name);
+        }
+        assert!(reused > 1000, "only {reused} statements were shared between trees");
+    }
+
+    /// Statements on one line: typing in the first leaves the next line's statement shared, and
+    /// placed where the new tree has it. (The second statement of the row is parsed again:
+    /// Python's indentation makes tree-sitter redo the rest of an edited row.)
+    #[test]
+    fn typing_early_in_a_row_keeps_the_next_rows() {
+        let mut document = Document::new("x = 1; y = f(2, [3])\nz = y\n", 1);
+        let memory = StatementMemory::default();
+        assert_eq!(check_placed(&mut document, &memory, "first"), 0);
+        document.edit(TextRange::empty(4), "10");
+        assert_eq!(check_placed(&mut document, &memory, "typed"), 1);
+    }
+
+    /// A statement whose text is the same but whose subtree the parser built anew is not reused.
+    #[test]
+    fn a_statement_parsed_anew_is_not_recalled() {
+        let text = "import torch\nx = torch.ones(3)\n";
+        let first = crate::parse::parse(text, None);
+        let memory: StatementMemory<()> = StatementMemory::default();
+        let mut recall = memory.recall(text, &first).unwrap();
+        for statement in first.root_node().children(&mut first.walk()) {
+            recall.keep(statement, ());
+        }
+        drop(recall);
+        let second = crate::parse::parse(text, None);
+        let mut recall = memory.recall(text, &second).unwrap();
+        assert!(second.root_node().children(&mut second.walk()).all(|s| recall.recall(s).is_none()));
+    }
+}
