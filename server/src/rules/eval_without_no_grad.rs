@@ -192,7 +192,7 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
 /// A call that runs a model rather than asks it something: not `model.generate(...)` (which
 /// disables gradients itself), not `get_model()`, `load_model(...)` or `self.add_module(...)`.
 fn runs_the_model(model: &Model<'_>, call: Node<'_>) -> bool {
-    let raw = ast::callee_name(call, model.text).unwrap_or_default();
+    let raw = model.callee_name(call).unwrap_or_default();
     let name = raw.trim_start_matches('_').to_ascii_lowercase();
     // `Net(config)` and `model_class(config)` build a model; `exported.module()` returns one.
     let constructs = raw.starts_with(|c: char| c.is_ascii_uppercase())
@@ -220,7 +220,7 @@ fn inside_eval_loop(model: &Model<'_>, node: Node<'_>) -> bool {
 /// The loop computes gradients on purpose: saliency maps, adversarial examples, gradient norms.
 fn needs_gradients(model: &Model<'_>, node: Node<'_>) -> bool {
     model.calls_within(node).any(|call| {
-        matches!(ast::callee_name(call, model.text), Some("requires_grad_" | "retain_grad" | "enable_grad"))
+        matches!(model.callee_name(call), Some("requires_grad_" | "retain_grad" | "enable_grad"))
             || model.call_resolves_to(call, &["torch.autograd.grad", "torch.enable_grad", "torch.func.grad"])
             || model.call_resolves_to(call, crate::semantic::names::SET_GRAD_ENABLED) && !model.is_grad_disabling(call)
     })
@@ -255,9 +255,9 @@ fn freezes_parameters(model: &Model<'_>) -> bool {
 fn is_dedicated_eval_function(model: &Model<'_>, function: Node<'_>) -> bool {
     let is_async = function.child(0).is_some_and(|c| c.kind() == "async");
     let named_for_eval = ast::function_name(function, model.text).is_some_and(is_eval_function_name);
-    let trains = model.calls_within(function).any(|c| {
-        matches!(ast::callee_name(c, model.text), Some("backward" | "step" | "zero_grad" | "manual_backward"))
-    });
+    let trains = model
+        .calls_within(function)
+        .any(|c| matches!(model.callee_name(c), Some("backward" | "step" | "zero_grad" | "manual_backward")));
     named_for_eval && !is_async && !trains
 }
 

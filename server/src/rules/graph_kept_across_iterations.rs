@@ -246,7 +246,7 @@ fn carries_graph<'a>(model: &Model<'a>, scope: Node<'a>, value: Node<'a>, at: No
 }
 
 fn call_carries_graph<'a>(model: &Model<'a>, call: Node<'a>, recurse: impl Fn(Node<'a>) -> bool) -> bool {
-    let name = ast::callee_name(call, model.text).unwrap_or_default();
+    let name = model.callee_name(call).unwrap_or_default();
     if UNTRACKED_METHODS.contains(&name) {
         return false;
     }

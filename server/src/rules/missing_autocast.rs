@@ -163,8 +163,7 @@ fn loop_uses_autocast<'a>(model: &Model<'a>, step_loop: &LoopInfo<'a>) -> bool {
         grammar_ids::WITH.contains(current)
             && contexts_with_items(current).iter().any(|item| {
                 model.is_autocast(*item)
-                    || (item.kind() == "call"
-                        && ast::callee_name(*item, model.text).is_some_and(|n| n.contains("autocast")))
+                    || (item.kind() == "call" && model.callee_name(*item).is_some_and(|n| n.contains("autocast")))
             })
     };
     if ast::any_in_scope(node, enters_autocast) {
@@ -243,7 +242,7 @@ fn fp16_with_scaler<'a>(model: &Model<'a>, step_loop: &LoopInfo<'a>, backward: N
     let (first, last, _) = forward_statements(model, node, backward)?;
     let loss = ast::receiver(backward)?;
     let optimizer_step = model.own_calls_within(node).find(|c| {
-        ast::callee_name(*c, model.text) == Some("step")
+        model.callee_name(*c) == Some("step")
             && ast::receiver(*c).is_some_and(|r| model.node_text(r).to_ascii_lowercase().contains("opt"))
             && ast::positional_args(*c).is_empty()
     })?;

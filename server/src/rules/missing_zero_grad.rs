@@ -112,7 +112,7 @@ fn zeroes_or_may_zero<'a>(model: &Model<'a>, scope: Node<'a>, optimizer: &str) -
         !others.iter().any(|(other, models)| receiver == *other || models.iter().any(|m| same_or_nested(receiver, m)))
     };
     for call in model.own_calls_within(scope) {
-        let name = ast::callee_name(call, model.text).unwrap_or_default();
+        let name = model.callee_name(call).unwrap_or_default();
         if name == "zero_grad" {
             match ast::receiver(call) {
                 Some(receiver) if !counts_for_this_optimizer(model.node_text(receiver)) => {}
@@ -190,7 +190,7 @@ fn parameter_owner<'a>(model: &Model<'a>, node: Node<'a>, scope: Node<'a>) -> Op
         {
             return model
                 .calls_within(iterable)
-                .find(|c| matches!(ast::callee_name(*c, model.text), Some("parameters" | "named_parameters")))
+                .find(|c| matches!(model.callee_name(*c), Some("parameters" | "named_parameters")))
                 .and_then(ast::receiver)
                 .map(|r| model.node_text(r))
                 .filter(|owner| !mentions(iterable, model.text, "param_groups") && !owner.is_empty());

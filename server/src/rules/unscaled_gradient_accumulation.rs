@@ -204,7 +204,7 @@ fn divides(model: &Model<'_>, expression: Node<'_>) -> bool {
             {
                 return true;
             }
-            "call" if matches!(ast::callee_name(node, model.text), Some("div" | "div_" | "true_divide" | "divide")) => {
+            "call" if matches!(model.callee_name(node), Some("div" | "div_" | "true_divide" | "divide")) => {
                 return true;
             }
             _ => {}
@@ -281,8 +281,7 @@ fn divides_gradients(model: &Model<'_>, step_loop: Node<'_>) -> bool {
                     && node.child_by_field_name("left").is_some_and(is_grad)
             }
             "call" => {
-                matches!(ast::callee_name(node, model.text), Some("div_" | "mul_"))
-                    && ast::receiver(node).is_some_and(is_grad)
+                matches!(model.callee_name(node), Some("div_" | "mul_")) && ast::receiver(node).is_some_and(is_grad)
             }
             _ => false,
         };

@@ -218,7 +218,7 @@ fn classify<'a>(model: &Model<'a>) -> Vec<LoopInfo<'a>> {
 fn is_eval_loop<'a>(model: &Model<'a>, node: Node<'a>) -> bool {
     let mut calls_model = false;
     for call in model.own_calls_within(node) {
-        match ast::callee_name(call, model.text) {
+        match model.callee_name(call) {
             Some("backward" | "step" | "zero_grad") => return false,
             _ => calls_model |= model.calls_a_model(call),
         }

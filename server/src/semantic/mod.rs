@@ -48,6 +48,8 @@ pub struct Model<'a> {
     /// `parent()` links costs a descent from the root each time.
     call_scopes: Vec<Option<Node<'a>>>,
     call_loops: Vec<Option<Node<'a>>>,
+    /// For each call (same index): its callee's final name ([`ast::callee_name`]).
+    call_names: Vec<Option<&'a str>>,
     /// Every `for` and `while` loop, in source order, and (same index) the innermost loop
     /// around it within its scope.
     loop_nodes: Vec<Node<'a>>,
@@ -105,6 +107,7 @@ impl<'a> Model<'a> {
             calls: Vec::new(),
             call_scopes: Vec::new(),
             call_loops: Vec::new(),
+            call_names: Vec::new(),
             loop_nodes: Vec::new(),
             outer_loops: Vec::new(),
             calls_by_name: HashMap::new(),
@@ -168,6 +171,14 @@ impl<'a> Model<'a> {
     /// The model's own handle on a call node of its tree.
     pub fn call_node(&self, call: Node<'_>) -> Option<Node<'a>> {
         self.call_index(call).map(|i| self.calls[i])
+    }
+
+    /// The final name of a call's callee ([`ast::callee_name`], answered from the walk).
+    pub fn callee_name(&self, call: Node<'_>) -> Option<&'a str> {
+        match self.call_index(call) {
+            Some(i) => self.call_names[i],
+            None => ast::callee_name(call, self.text),
+        }
     }
 
     /// The innermost loop around a call, not crossing a function, class or lambda boundary.

@@ -26,7 +26,7 @@ impl<'a> Model<'a> {
     /// `scaler.scale(loss).backward()`, `accelerator.backward(loss)` and
     /// `torch.autograd.backward(loss)`.
     pub fn backward_subject(&self, call: Node<'a>) -> Option<Node<'a>> {
-        if ast::callee_name(call, self.text) != Some("backward") {
+        if self.callee_name(call) != Some("backward") {
             return None;
         }
         if let Some(first) = ast::positional_args(call).first() {
@@ -34,7 +34,7 @@ impl<'a> Model<'a> {
         }
         let receiver = ast::receiver(call)?;
         if receiver.kind() == "call"
-            && ast::callee_name(receiver, self.text) == Some("scale")
+            && self.callee_name(receiver) == Some("scale")
             && let [scaled] = ast::positional_args(receiver)[..]
         {
             return Some(scaled);
@@ -45,7 +45,7 @@ impl<'a> Model<'a> {
     /// The optimizer a `step()` call steps: `opt` in `opt.step()` and in `scaler.step(opt)`.
     /// `None` for anything else called `step` (schedulers, environments, closures it cannot see).
     pub fn stepped_optimizer(&self, call: Node<'a>) -> Option<Node<'a>> {
-        if ast::callee_name(call, self.text) != Some("step") {
+        if self.callee_name(call) != Some("step") {
             return None;
         }
         let receiver = ast::receiver(call)?;
@@ -100,7 +100,7 @@ impl<'a> Model<'a> {
         for assignment in self.assignments_to(optimizer) {
             let Some(right) = assignment.child_by_field_name("right") else { continue };
             for call in self.calls_within(right) {
-                if matches!(ast::callee_name(call, self.text), Some("parameters" | "named_parameters"))
+                if matches!(self.callee_name(call), Some("parameters" | "named_parameters"))
                     && let Some(owner) = ast::receiver(call)
                 {
                     models.push(self.node_text(owner));

@@ -201,7 +201,9 @@ impl<'a> Model<'a> {
                 self.call_scopes.push(scope);
                 self.call_loops.push(in_loop);
                 self.calls.push(node);
-                for name in names {
+                let name = names.into_iter().next();
+                self.call_names.push(name);
+                if let Some(name) = name {
                     self.calls_by_name.entry(name).or_default().push(node);
                 }
             }
