@@ -23,8 +23,8 @@
 //! - A node's start is its statement's start plus the same offsets as before, because the
 //!   statement's text, and so everything inside it, is unchanged.
 //!
-//! A test moves every node of every fixture and example across edits before, inside and after
-//! its statement and compares it with the node found by walking the new tree.
+//! A test moves every node of every fixture and example across edits inside and before its
+//! statement and compares it with the node found by walking the new tree, parent included.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -32,8 +32,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tree_sitter::{Node, Tree, ffi};
 
 /// A node inside a top-level statement, as a memory keeps it: its start relative to the
-/// statement's, its alias and its identity (0 for the statement itself, whose slot lies in the
-/// module's node and so differs between trees).
+/// statement's, its alias, its identity (0 for the statement itself, whose slot lies in the
+/// module's node and so differs between trees) and its statement's subtree.
 #[derive(Clone, Copy, Debug)]
 pub struct KeptNode {
     bytes: u32,
@@ -42,26 +42,36 @@ pub struct KeptNode {
     column: u32,
     alias: u32,
     id: usize,
+    statement: usize,
 }
 
 impl KeptNode {
     /// `node`, which lies in `statement` (or is it).
     pub fn of(statement: Node<'_>, node: Node<'_>) -> Self {
+        let subtree = subtree_of(statement).unwrap_or(0);
         if node == statement {
-            return Self { bytes: 0, rows: 0, column: 0, alias: 0, id: 0 };
+            return Self { bytes: 0, rows: 0, column: 0, alias: 0, id: 0, statement: subtree };
         }
+        // A node's context is its start byte, row and column, then its alias.
+        let origin = statement.into_raw().context;
         let raw = node.into_raw();
-        let start = statement.start_position();
-        let rows = raw.context[1] - u32::try_from(start.row).unwrap_or(u32::MAX);
-        let column = if rows == 0 { raw.context[2] - u32::try_from(start.column).unwrap_or(0) } else { raw.context[2] };
-        let bytes = raw.context[0] - u32::try_from(statement.start_byte()).unwrap_or(u32::MAX);
-        Self { bytes, rows, column, alias: raw.context[3], id: raw.id as usize }
+        let rows = raw.context[1] - origin[1];
+        let column = if rows == 0 { raw.context[2] - origin[2] } else { raw.context[2] };
+        Self {
+            bytes: raw.context[0] - origin[0],
+            rows,
+            column,
+            alias: raw.context[3],
+            id: raw.id as usize,
+            statement: subtree,
+        }
     }
 }
 
 /// Places kept nodes of one statement in a tree that shares the statement's subtree.
 pub struct Placer<'a> {
     statement: Node<'a>,
+    subtree: usize,
     /// The statement's start, as the C library keeps it.
     start: [u32; 3],
     tree: *const ffi::TSTree,
@@ -73,7 +83,10 @@ impl<'a> Placer<'a> {
         self.statement
     }
 
+    /// `kept`, which must have been kept from this statement, in this tree.
     pub fn place(&self, kept: &KeptNode) -> Node<'a> {
+        // Placing a node of another statement would make a node of memory this tree may not hold.
+        assert_eq!(kept.statement, self.subtree, "a node kept from another statement");
         if kept.id == 0 {
             return self.statement;
         }
@@ -84,9 +97,10 @@ impl<'a> Placer<'a> {
             id: kept.id as *const std::ffi::c_void,
             tree: self.tree,
         };
-        // SAFETY: `kept` was found in a statement whose subtree `Recall::recall` found shared with
-        // this statement, so its slot is memory of that subtree, which this tree holds for `'a`;
-        // and its start is this statement's plus the offsets it had in the same subtree before.
+        // SAFETY: `kept` was found in this statement's subtree (checked above), which
+        // `Recall::recall` found shared with the tree the node came from, so its slot is memory of
+        // that subtree, which this tree holds for `'a`; and its start is this statement's plus the
+        // offsets it had in the same subtree before.
         unsafe { Node::from_raw(raw) }
     }
 }
@@ -130,7 +144,7 @@ impl<T> StatementMemory<T> {
 
     /// The memory for one lint of `tree`; `None` when another lint of the buffer holds it (it is
     /// not waited for: that lint goes without).
-    pub fn recall<'m, 'a>(&'m self, text: &'a str, tree: &'a Tree) -> Option<Recall<'m, 'a, T>> {
+    pub fn open<'m, 'a>(&'m self, text: &'a str, tree: &'a Tree) -> Option<Recall<'m, 'a, T>> {
         let memory = self.inner.try_lock().ok()?;
         let tree_pointer = tree.root_node().into_raw().tree;
         Some(Recall { seen: HashMap::with_capacity(memory.statements.len()), memory, text, tree, tree_pointer })
@@ -152,24 +166,23 @@ impl<'a, T> Recall<'_, 'a, T> {
     pub fn recall(&mut self, statement: Node<'a>) -> Option<(Arc<T>, Placer<'a>)> {
         let source = &self.text[statement.byte_range()];
         let (key, kept) = self.memory.statements.remove_entry(source)?;
-        if subtree_of(statement) != Some(kept.subtree) {
+        let subtree = subtree_of(statement)?;
+        if subtree != kept.subtree {
             return None;
         }
         let value = Arc::clone(&kept.value);
         self.seen.insert(key, kept);
         let start = statement.into_raw().context;
-        let placer = Placer { statement, start: [start[0], start[1], start[2]], tree: self.tree_pointer };
+        let placer = Placer { statement, subtree, start: [start[0], start[1], start[2]], tree: self.tree_pointer };
         Some((value, placer))
     }
 
     /// Keep `value`, whose nodes were found in `statement` of this tree, for the next lint.
-    pub fn keep(&mut self, statement: Node<'a>, value: T) -> Arc<T> {
-        let value = Arc::new(value);
+    pub fn keep(&mut self, statement: Node<'a>, value: T) {
         if let Some(subtree) = subtree_of(statement) {
-            let kept = Kept { subtree, value: Arc::clone(&value) };
+            let kept = Kept { subtree, value: Arc::new(value) };
             self.seen.insert(Box::from(&self.text[statement.byte_range()]), kept);
         }
-        value
     }
 }
 
@@ -227,7 +240,7 @@ mod tests {
         let mut reused = 0;
         let tree = document.tree().clone();
         let text = document.text().to_owned();
-        let mut recall = memory.recall(&text, &tree).expect("not in use");
+        let mut recall = memory.open(&text, &tree).expect("not in use");
         let mut statements = tree.root_node().walk();
         for statement in tree.root_node().children(&mut statements) {
             let expected = nodes_of(statement);
@@ -278,19 +291,32 @@ mod tests {
         assert_eq!(check_placed(&mut document, &memory, "typed"), 1);
     }
 
+    #[test]
+    #[should_panic(expected = "a node kept from another statement")]
+    fn a_node_of_another_statement_is_not_placed() {
+        let text = "x = f(1)\ny = g(2)\n";
+        let tree = crate::parse::parse(text, None);
+        let first = tree.root_node().child(0).unwrap();
+        let second = tree.root_node().child(1).unwrap();
+        let memory: StatementMemory<()> = StatementMemory::default();
+        memory.open(text, &tree).unwrap().keep(first, ());
+        let (_, placer) = memory.open(text, &tree).unwrap().recall(first).expect("the same tree shares it");
+        let _ = placer.place(&KeptNode::of(second, second.child(0).unwrap()));
+    }
+
     /// A statement whose text is the same but whose subtree the parser built anew is not reused.
     #[test]
     fn a_statement_parsed_anew_is_not_recalled() {
         let text = "import torch\nx = torch.ones(3)\n";
         let first = crate::parse::parse(text, None);
         let memory: StatementMemory<()> = StatementMemory::default();
-        let mut recall = memory.recall(text, &first).unwrap();
+        let mut recall = memory.open(text, &first).unwrap();
         for statement in first.root_node().children(&mut first.walk()) {
             recall.keep(statement, ());
         }
         drop(recall);
         let second = crate::parse::parse(text, None);
-        let mut recall = memory.recall(text, &second).unwrap();
+        let mut recall = memory.open(text, &second).unwrap();
         assert!(second.root_node().children(&mut second.walk()).all(|s| recall.recall(s).is_none()));
     }
 }

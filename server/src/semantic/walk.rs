@@ -1,6 +1,6 @@
 //! The model's one walk over the tree, which collects calls, imports, definitions, assignments
 //! and loops, and a cache that lets an edited buffer's next walk skip the top-level statements
-//! whose text is unchanged.
+//! the edit left untouched.
 //!
 //! The walk of a top-level statement depends on that statement alone: the loops and scope
 //! boundaries it tracks never reach above one (the module is neither). So a statement the
@@ -69,7 +69,7 @@ impl<'a> Model<'a> {
         let mut statements = root.walk();
         self.top_level = root.children(&mut statements).collect();
         // A cache in use by another lint of the same buffer (an older version's) is not waited for.
-        let Some(mut memory) = cache.and_then(|cache| cache.statements.recall(self.text, self.tree)) else {
+        let Some(mut memory) = cache.and_then(|cache| cache.statements.open(self.text, self.tree)) else {
             self.mentions_cuda = self.walk_subtree(root, None);
             return;
         };
