@@ -46,8 +46,10 @@ pub struct KeptNode {
 }
 
 impl KeptNode {
-    /// `node`, which lies in `statement` (or is it).
+    /// `node`, which lies in `statement` (or is it): found by walking or querying the statement.
     pub fn of(statement: Node<'_>, node: Node<'_>) -> Self {
+        let inside = statement.start_byte() <= node.start_byte() && node.end_byte() <= statement.end_byte();
+        assert!(inside, "a node kept with a statement it does not lie in");
         let subtree = subtree_of(statement).unwrap_or(0);
         if node == statement {
             return Self { bytes: 0, rows: 0, column: 0, alias: 0, id: 0, statement: subtree };
