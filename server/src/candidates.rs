@@ -150,7 +150,7 @@ pub fn candidates_by_rule<'a>(
     };
     let root = tree.root_node();
     let is_active = |rule: usize| slot_of_rule[rule].is_some();
-    match cache.and_then(|cache| cache.statements.open(text, tree)) {
+    match cache.and_then(|cache| cache.statements.open(tree)) {
         Some(mut memory) => {
             let rules: Vec<usize> = active.iter().map(|rule| index_of(rule)).collect();
             let mut statements = root.walk();

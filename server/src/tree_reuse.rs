@@ -20,8 +20,9 @@
 //!   another: equal pointers are the same subtree, and every slot below it is memory it owns.
 //! - Subtrees are shared by reference counts and copied before an edit changes them
 //!   (`ts_subtree_make_mut`), so a subtree still held by the kept tree is never changed in place.
-//! - A node's start is its statement's start plus the same offsets as before, because the
-//!   statement's text, and so everything inside it, is unchanged.
+//! - A node's start is its statement's start plus the same offsets as before: sizes and the
+//!   spaces between nodes are stored in the subtrees, so a shared subtree lays its nodes out as it
+//!   did. (The parser shares a subtree only where the text under it is unchanged.)
 //!
 //! A test moves every node of every fixture and example across edits inside and before its
 //! statement and compares it with the node found by walking the new tree, parent included.
@@ -107,7 +108,7 @@ impl<'a> Placer<'a> {
     }
 }
 
-/// What the lints of one buffer keep per top-level statement, keyed by the statement's text.
+/// What the lints of one buffer keep per top-level statement, keyed by the statement's subtree.
 pub struct StatementMemory<T> {
     inner: Mutex<Memory<T>>,
 }
@@ -115,12 +116,7 @@ pub struct StatementMemory<T> {
 struct Memory<T> {
     /// The tree every kept statement belongs to, held so that their subtrees stay alive.
     tree: Option<Tree>,
-    statements: HashMap<Box<str>, Kept<T>>,
-}
-
-struct Kept<T> {
-    subtree: usize,
-    value: Arc<T>,
+    statements: HashMap<usize, Arc<T>>,
 }
 
 impl<T> Default for StatementMemory<T> {
@@ -141,23 +137,22 @@ impl<T> StatementMemory<T> {
     #[cfg(test)]
     pub fn replace_all(&self, value: impl Fn() -> T) {
         let mut memory = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        memory.statements.values_mut().for_each(|kept| kept.value = Arc::new(value()));
+        memory.statements.values_mut().for_each(|kept| *kept = Arc::new(value()));
     }
 
     /// The memory for one lint of `tree`; `None` when another lint of the buffer holds it (it is
     /// not waited for: that lint goes without).
-    pub fn open<'m, 'a>(&'m self, text: &'a str, tree: &'a Tree) -> Option<Recall<'m, 'a, T>> {
+    pub fn open<'m, 'a>(&'m self, tree: &'a Tree) -> Option<Recall<'m, 'a, T>> {
         let memory = self.inner.try_lock().ok()?;
         let tree_pointer = tree.root_node().into_raw().tree;
-        Some(Recall { seen: HashMap::with_capacity(memory.statements.len()), memory, text, tree, tree_pointer })
+        Some(Recall { seen: HashMap::with_capacity(memory.statements.len()), memory, tree, tree_pointer })
     }
 }
 
 /// One lint's use of a [`StatementMemory`]: what it recalls and what it keeps for the next.
 pub struct Recall<'m, 'a, T> {
     memory: MutexGuard<'m, Memory<T>>,
-    seen: HashMap<Box<str>, Kept<T>>,
-    text: &'a str,
+    seen: HashMap<usize, Arc<T>>,
     tree: &'a Tree,
     tree_pointer: *const ffi::TSTree,
 }
@@ -166,14 +161,9 @@ impl<'a, T> Recall<'_, 'a, T> {
     /// What the last lint kept of `statement` and how to place its nodes in this tree; `None`
     /// for a statement the parser did not share with that lint's tree (new or changed text).
     pub fn recall(&mut self, statement: Node<'a>) -> Option<(Arc<T>, Placer<'a>)> {
-        let source = &self.text[statement.byte_range()];
-        let (key, kept) = self.memory.statements.remove_entry(source)?;
         let subtree = subtree_of(statement)?;
-        if subtree != kept.subtree {
-            return None;
-        }
-        let value = Arc::clone(&kept.value);
-        self.seen.insert(key, kept);
+        let value = self.memory.statements.remove(&subtree)?;
+        self.seen.insert(subtree, Arc::clone(&value));
         let start = statement.into_raw().context;
         let placer = Placer { statement, subtree, start: [start[0], start[1], start[2]], tree: self.tree_pointer };
         Some((value, placer))
@@ -182,8 +172,7 @@ impl<'a, T> Recall<'_, 'a, T> {
     /// Keep `value`, whose nodes were found in `statement` of this tree, for the next lint.
     pub fn keep(&mut self, statement: Node<'a>, value: T) {
         if let Some(subtree) = subtree_of(statement) {
-            let kept = Kept { subtree, value: Arc::new(value) };
-            self.seen.insert(Box::from(&self.text[statement.byte_range()]), kept);
+            self.seen.insert(subtree, Arc::new(value));
         }
     }
 }
@@ -242,7 +231,7 @@ mod tests {
         let mut reused = 0;
         let tree = document.tree().clone();
         let text = document.text().to_owned();
-        let mut recall = memory.open(&text, &tree).expect("not in use");
+        let mut recall = memory.open(&tree).expect("not in use");
         let mut statements = tree.root_node().walk();
         for statement in tree.root_node().children(&mut statements) {
             let expected = nodes_of(statement);
@@ -301,8 +290,8 @@ mod tests {
         let first = tree.root_node().child(0).unwrap();
         let second = tree.root_node().child(1).unwrap();
         let memory: StatementMemory<()> = StatementMemory::default();
-        memory.open(text, &tree).unwrap().keep(first, ());
-        let (_, placer) = memory.open(text, &tree).unwrap().recall(first).expect("the same tree shares it");
+        memory.open(&tree).unwrap().keep(first, ());
+        let (_, placer) = memory.open(&tree).unwrap().recall(first).expect("the same tree shares it");
         let _ = placer.place(&KeptNode::of(second, second.child(0).unwrap()));
     }
 
@@ -312,13 +301,13 @@ mod tests {
         let text = "import torch\nx = torch.ones(3)\n";
         let first = crate::parse::parse(text, None);
         let memory: StatementMemory<()> = StatementMemory::default();
-        let mut recall = memory.open(text, &first).unwrap();
+        let mut recall = memory.open(&first).unwrap();
         for statement in first.root_node().children(&mut first.walk()) {
             recall.keep(statement, ());
         }
         drop(recall);
         let second = crate::parse::parse(text, None);
-        let mut recall = memory.open(text, &second).unwrap();
+        let mut recall = memory.open(&second).unwrap();
         assert!(second.root_node().children(&mut second.walk()).all(|s| recall.recall(s).is_none()));
     }
 }

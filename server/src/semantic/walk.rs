@@ -69,7 +69,7 @@ impl<'a> Model<'a> {
         let mut statements = root.walk();
         self.top_level = root.children(&mut statements).collect();
         // A cache in use by another lint of the same buffer (an older version's) is not waited for.
-        let Some(mut memory) = cache.and_then(|cache| cache.statements.open(self.text, self.tree)) else {
+        let Some(mut memory) = cache.and_then(|cache| cache.statements.open(self.tree)) else {
             self.mentions_cuda = self.walk_subtree(root, None);
             return;
         };
