@@ -134,6 +134,8 @@ impl<'a> Model<'a> {
                 let names = self.names_of(node, &noted);
                 if let Some(record) = record.as_deref_mut() {
                     let start = top.start_byte();
+                    // Each name is a slice of `source` (`ast::text`), so its offset in it is where
+                    // the two pointers part.
                     let span = |name: &&str| {
                         let at = name.as_ptr() as usize - source.as_ptr() as usize - start;
                         (at as u32, (at + name.len()) as u32)
