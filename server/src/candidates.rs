@@ -42,6 +42,11 @@ struct RuleQueries {
 /// instructions, a 10,000-line lint 730 M), so sets met once or twice are not.
 const SPECIALISE_AFTER: usize = 3;
 
+/// How often each set of rules (as indices into [`RULES`]) has been met, and its own query once
+/// compiled.
+type Specialised = HashMap<Vec<usize>, (usize, Arc<OnceLock<&'static RuleQueries>>)>;
+static SPECIALISED: LazyLock<Mutex<Specialised>> = LazyLock::new(Mutex::default);
+
 impl RuleQueries {
     fn compile(rules: &[&'static Rule]) -> Self {
         let mut source = String::new();
@@ -66,28 +71,33 @@ impl RuleQueries {
     }
 
     /// The query to find the candidates of `active` with: its own once the set has been met
-    /// [`SPECIALISE_AFTER`] times, the query of every rule until then. Compiled queries live as
-    /// long as the process; their number is bounded by the distinct sets met often.
+    /// [`SPECIALISE_AFTER`] times and its compilation, which starts then on a thread of its own,
+    /// has finished; the query of every rule until then. An editor linting on every keystroke
+    /// would otherwise wait on one keystroke for a compilation that costs more than the lint.
+    /// Compiled queries live as long as the process; their number is bounded by the distinct sets
+    /// met often.
     fn of(active: &[&'static Rule]) -> &'static Self {
         static EVERY_RULE: LazyLock<RuleQueries> = LazyLock::new(|| RuleQueries::compile(RULES));
-        type Slot = (usize, Arc<OnceLock<&'static RuleQueries>>);
-        static BY_SET: LazyLock<Mutex<HashMap<Vec<usize>, Slot>>> = LazyLock::new(Mutex::default);
         let key: Vec<usize> = active.iter().map(|rule| index_of(rule)).collect();
         if key.len() == RULES.len() {
             return &EVERY_RULE;
         }
         let once = {
-            let mut by_set = BY_SET.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut by_set = SPECIALISED.lock().unwrap_or_else(PoisonError::into_inner);
             let (seen, once) = by_set.entry(key).or_default();
             *seen += 1;
             if *seen <= SPECIALISE_AFTER {
                 return &EVERY_RULE;
             }
-            once.clone()
+            if *seen == SPECIALISE_AFTER + 1 {
+                let (once, rules) = (Arc::clone(once), active.to_vec());
+                std::thread::spawn(move || {
+                    once.get_or_init(|| Box::leak(Box::new(Self::compile(&rules))));
+                });
+            }
+            Arc::clone(once)
         };
-        // Compiled outside the map's lock, so threads wanting other sets go on; threads wanting
-        // this one wait for it rather than compile it again.
-        once.get_or_init(|| Box::leak(Box::new(Self::compile(active))))
+        once.get().copied().unwrap_or(&EVERY_RULE)
     }
 
     /// The candidate a match stands for, as the rule's index into [`RULES`] and the candidate;
@@ -255,13 +265,22 @@ mod tests {
         let tree = parse(text, None);
         let settings =
             LintSettings { rules: RuleSet::from_selectors(&["CUL201", "CUL402"]), ..LintSettings::default() };
-        let runs: Vec<Vec<(String, TextRange)>> = (0..SPECIALISE_AFTER + 2)
-            .map(|_| {
-                lint(text, &tree, LintContext::default(), &settings).into_iter().map(|d| (d.code, d.range)).collect()
-            })
-            .collect();
+        let active: Vec<&'static Rule> = settings.rules.iter().collect();
+        let findings = || -> Vec<(String, TextRange)> {
+            lint(text, &tree, LintContext::default(), &settings).into_iter().map(|d| (d.code, d.range)).collect()
+        };
+        let mut runs: Vec<Vec<(String, TextRange)>> = (0..=SPECIALISE_AFTER).map(|_| findings()).collect();
         assert!(runs[0].iter().any(|(code, _)| code == "CUL201"), "{:?}", runs[0]);
-        // The last runs used the set's own query: the set had been met often enough by then.
+        // The set's own query compiles on another thread; the lints go on with every rule's.
+        let key: Vec<usize> = active.iter().map(|rule| index_of(rule)).collect();
+        let own = SPECIALISED.lock().unwrap()[&key].1.clone();
+        let started = std::time::Instant::now();
+        while own.get().is_none() {
+            assert!(started.elapsed().as_secs() < 60, "the set's query never compiled");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(std::ptr::eq(RuleQueries::of(&active), *own.get().unwrap()), "the set's own query is not used");
+        runs.push(findings());
         assert!(runs.iter().all(|run| *run == runs[0]), "{runs:?}");
     }
 

@@ -12,6 +12,7 @@ use tree_sitter::{InputEdit, Point, Tree};
 
 use crate::parse::parse;
 use crate::text::TextRange;
+use crate::tree_reuse::settled;
 
 pub struct Document {
     rope: Rope,
@@ -89,7 +90,11 @@ impl Document {
             tree.edit(&edit);
         }
         let text = self.rope.to_string();
-        self.tree = Some(parse(&text, self.tree.as_ref()));
+        self.tree = Some(match &self.tree {
+            Some(tree) => parse(&text, Some(tree)),
+            // The first edit of a buffer that had no tree: the next ones will reparse this tree.
+            None => settled(&text, parse(&text, None)),
+        });
         self.text = Arc::from(text);
     }
 

@@ -127,7 +127,7 @@ fn switches_backend(config: &str) -> bool {
 /// module level, or at module level at all when `node` sits in a function (functions run after
 /// the module's imports), or earlier in the same function.
 fn torch_imported_before<'a>(model: &Model<'a>, node: Node<'a>) -> Option<Node<'a>> {
-    let function = ast::enclosing_function(node).map(|f| f.id());
+    let function = model.enclosing_function(node).map(|f| f.id());
     model
         .imports
         .statements
@@ -139,7 +139,7 @@ fn torch_imported_before<'a>(model: &Model<'a>, node: Node<'a>) -> Option<Node<'
             model.tree.root_node().descendant_for_byte_range(statement.range.start_byte, statement.range.end_byte)
         })
         .find(|import| {
-            let scope = ast::enclosing_function(*import).map(|f| f.id());
+            let scope = model.enclosing_function(*import).map(|f| f.id());
             match (scope, function) {
                 (None, Some(_)) => statement_is_unconditional(*import),
                 (None, None) | (Some(_), Some(_)) => scope == function && ast::precedes(*import, node),
@@ -153,7 +153,7 @@ fn statement_is_unconditional(statement: Node<'_>) -> bool {
 }
 
 /// Move the statement right after `import os` and before the first import of torch.
-fn move_to_top(model: &Model<'_>, setting: &EnvSetting<'_>, all: &[EnvSetting<'_>]) -> Option<Fix> {
+fn move_to_top<'a>(model: &Model<'a>, setting: &EnvSetting<'a>, all: &[EnvSetting<'a>]) -> Option<Fix> {
     let text = model.text;
     let statement = setting.statement();
     let whole_statement = statement.kind() == "expression_statement"
@@ -162,7 +162,7 @@ fn move_to_top(model: &Model<'_>, setting: &EnvSetting<'_>, all: &[EnvSetting<'_
     if !whole_statement || !sets_only_literals(model, setting.node, all) {
         return None;
     }
-    let (removal, moved) = edits::take_statement(text, statement)?;
+    let (removal, moved) = edits::take_statement(model, statement)?;
     let insertion = insertion_at_top(model, setting, &moved)?;
     if removal.range.intersects(insertion.range) || removal.range.start == insertion.range.start {
         return None;

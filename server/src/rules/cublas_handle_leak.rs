@@ -114,7 +114,7 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
         }
         return;
     }
-    let scope = ast::enclosing_function(call);
+    let scope = model.enclosing_function(call);
     let body = scope.and_then(|f| f.child_by_field_name("body")).unwrap_or_else(|| model.tree.root_node());
     let destroys = destroy_calls(model, body, name);
     if destroys.is_empty() {
@@ -189,13 +189,13 @@ fn destroy_calls<'a>(model: &Model<'a>, scope: Node<'a>, name: &str) -> Vec<Node
 }
 
 fn destroyed_by_class<'a>(model: &Model<'a>, call: Node<'a>, name: &str) -> bool {
-    let Some(class) = ast::enclosing_function(call).and_then(ast::method_class) else { return true };
+    let Some(class) = model.enclosing_function(call).and_then(|f| model.method_class(f)) else { return true };
     if !destroy_calls(model, class, name).is_empty() {
         return true;
     }
     // A releasing method that hands the handle to a helper (`self._free(self.handle)`) counts too.
     model.functions.iter().any(|f| {
-        ast::method_class(*f).is_some_and(|c| c.id() == class.id())
+        model.method_class(*f).is_some_and(|c| c.id() == class.id())
             && ast::function_name(*f, model.text).is_some_and(|n| RELEASING_METHODS.contains(&n))
             && model.node_text(*f).contains(name)
     })

@@ -30,8 +30,8 @@ pub fn statement_line_text<'a>(text: &'a str, statement: Node<'_>) -> Option<&'a
 }
 
 /// Whether removing `statement` would leave its block empty.
-pub fn is_only_statement(statement: Node<'_>) -> bool {
-    statement.parent().is_some_and(|block| {
+pub fn is_only_statement<'a>(model: &Model<'a>, statement: Node<'a>) -> bool {
+    model.parent(statement).is_some_and(|block| {
         let mut cursor = block.walk();
         block.kind() == "block" && block.named_children(&mut cursor).filter(|c| c.kind() != "comment").count() == 1
     })
@@ -40,9 +40,10 @@ pub fn is_only_statement(statement: Node<'_>) -> bool {
 /// Remove a statement so it can be re-inserted elsewhere: the removal edit and the text to move.
 /// A trailing comment moves with the statement, unless the statement must leave `pass` behind,
 /// in which case the comment stays there.
-pub fn take_statement(text: &str, statement: Node<'_>) -> Option<(Edit, String)> {
-    let removal = delete_statement(text, statement)?;
-    let moved = if is_only_statement(statement) {
+pub fn take_statement<'a>(model: &Model<'a>, statement: Node<'a>) -> Option<(Edit, String)> {
+    let text = model.text;
+    let removal = delete_statement(model, statement)?;
+    let moved = if is_only_statement(model, statement) {
         text[statement.byte_range()].to_owned()
     } else {
         statement_line_text(text, statement)?.to_owned()
@@ -51,9 +52,9 @@ pub fn take_statement(text: &str, statement: Node<'_>) -> Option<(Edit, String)>
 }
 
 /// Delete a statement's lines. A statement alone in its block becomes `pass` so the block stays valid.
-pub fn delete_statement(text: &str, statement: Node<'_>) -> Option<Edit> {
-    let lines = own_lines(text, statement)?;
-    if is_only_statement(statement) {
+pub fn delete_statement<'a>(model: &Model<'a>, statement: Node<'a>) -> Option<Edit> {
+    let lines = own_lines(model.text, statement)?;
+    if is_only_statement(model, statement) {
         return Some(Edit::replacement(TextRange::of(statement), "pass"));
     }
     Some(Edit::deletion(lines))

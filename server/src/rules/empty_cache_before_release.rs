@@ -69,7 +69,7 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
     if !model.call_resolves_to(call, names::EMPTY_CACHE) {
         return;
     }
-    let Some(statement) = call.parent().filter(|s| s.kind() == "expression_statement") else { return };
+    let Some(statement) = model.parent(call).filter(|s| s.kind() == "expression_statement") else { return };
     let Some(last_release) = last_release_after(model, statement) else { return };
     let fix = move_after(model, statement, last_release);
     let diagnostic = checker.report_node(
@@ -115,9 +115,9 @@ fn is_empty_cache_statement(model: &Model<'_>, statement: Node<'_>) -> bool {
         && statement.named_child(0).is_some_and(|c| c.kind() == "call" && model.call_resolves_to(c, names::EMPTY_CACHE))
 }
 
-fn move_after(model: &Model<'_>, statement: Node<'_>, anchor: Node<'_>) -> Option<Fix> {
+fn move_after<'a>(model: &Model<'a>, statement: Node<'a>, anchor: Node<'a>) -> Option<Fix> {
     edits::own_lines(model.text, anchor)?;
-    let (removal, line) = edits::take_statement(model.text, statement)?;
+    let (removal, line) = edits::take_statement(model, statement)?;
     let line = line.as_str();
     let indent = indentation_at(model.text, statement.start_byte());
     let insertion = edits::insert_line_after(model.text, anchor, indent, line);

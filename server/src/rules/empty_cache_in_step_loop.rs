@@ -89,9 +89,8 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
 }
 
 /// Under `if step % N == 0:` or a memory-threshold check, the call does not run every step.
-fn is_guarded(model: &Model<'_>, call: Node<'_>) -> bool {
-    let mut current = call.parent();
-    while let Some(node) = current {
+fn is_guarded<'a>(model: &Model<'a>, call: Node<'a>) -> bool {
+    for node in model.ancestors(call) {
         if ast::is_loop(node) || ast::is_function_boundary(node) {
             return false;
         }
@@ -104,15 +103,13 @@ fn is_guarded(model: &Model<'_>, call: Node<'_>) -> bool {
                 return true;
             }
         }
-        current = node.parent();
     }
     false
 }
 
 /// In an `except` for out-of-memory errors, or a branch that checks for "out of memory".
-pub fn in_oom_handler(model: &Model<'_>, call: Node<'_>) -> bool {
-    let mut current = call.parent();
-    while let Some(node) = current {
+pub fn in_oom_handler<'a>(model: &Model<'a>, call: Node<'a>) -> bool {
+    for node in model.ancestors(call) {
         if ast::is_function_boundary(node) {
             return false;
         }
@@ -136,7 +133,6 @@ pub fn in_oom_handler(model: &Model<'_>, call: Node<'_>) -> bool {
             }
             _ => {}
         }
-        current = node.parent();
     }
     false
 }
@@ -151,8 +147,8 @@ fn mentions_oom_error(model: &Model<'_>, node: Node<'_>) -> bool {
 
 fn move_after_step_loop<'a>(model: &Model<'a>, call: Node<'a>) -> Option<Fix> {
     let step_loop = model.enclosing_step_loop(call)?.node;
-    let statement = call.parent().filter(|s| s.kind() == "expression_statement")?;
-    let (removal, line) = edits::take_statement(model.text, statement)?;
+    let statement = model.parent(call).filter(|s| s.kind() == "expression_statement")?;
+    let (removal, line) = edits::take_statement(model, statement)?;
     let line = line.as_str();
     let indent = indentation_at(model.text, step_loop.start_byte());
     let mut insertion = edits::insert_line_after(model.text, step_loop, indent, line);

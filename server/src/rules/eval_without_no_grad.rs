@@ -161,7 +161,7 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
     }
     let function = model.enclosing_function(node);
     let in_hook = function.is_some_and(|f| {
-        ast::method_class(f).is_some() && ast::function_name(f, model.text).is_some_and(|n| NO_GRAD_HOOKS.contains(&n))
+        model.method_class(f).is_some() && ast::function_name(f, model.text).is_some_and(|n| NO_GRAD_HOOKS.contains(&n))
     });
     if in_hook || needs_gradients(model, node) || grad_switched_off_before(model, node) || freezes_parameters(model) {
         return;
@@ -203,16 +203,14 @@ fn runs_the_model(model: &Model<'_>, call: Node<'_>) -> bool {
 }
 
 /// Report the outermost eval loop only: its fix covers the inner ones.
-fn inside_eval_loop(model: &Model<'_>, node: Node<'_>) -> bool {
-    let mut current = node.parent();
-    while let Some(n) = current {
+fn inside_eval_loop<'a>(model: &Model<'a>, node: Node<'a>) -> bool {
+    for n in model.ancestors(node) {
         if ast::is_function_boundary(n) {
             return false;
         }
         if ast::is_loop(n) && model.is_eval_kind(n) {
             return true;
         }
-        current = n.parent();
     }
     false
 }
@@ -233,7 +231,7 @@ fn grad_switched_off_before<'a>(model: &Model<'a>, node: Node<'a>) -> bool {
     model.calls_to(crate::semantic::names::SET_GRAD_ENABLED).any(|call| {
         let scope = model.enclosing_function(call).map(|f| f.id());
         model.is_grad_disabling(call)
-            && call.parent().is_some_and(|p| p.kind() == "expression_statement")
+            && model.parent(call).is_some_and(|p| p.kind() == "expression_statement")
             && ast::precedes(call, node)
             && (scope == function || scope.is_none())
     })

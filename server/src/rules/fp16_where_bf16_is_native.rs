@@ -129,7 +129,7 @@ fn autocast_finding(model: &Model<'_>, call: Node<'_>) -> Option<(String, Option
 
 /// Switch the autocast to bf16 and take the scaler out, when every use of it is one the fix
 /// understands.
-fn autocast_fix(model: &Model<'_>, call: Node<'_>, dtype: Option<Node<'_>>, scalers: &[Node<'_>]) -> Option<Fix> {
+fn autocast_fix<'a>(model: &Model<'a>, call: Node<'_>, dtype: Option<Node<'_>>, scalers: &[Node<'a>]) -> Option<Fix> {
     let (torch, import) = edits::module_reference(model, "torch");
     let bf16 = format!("{torch}.bfloat16");
     let mut fix_edits: Vec<Edit> = import.into_iter().collect();
@@ -150,7 +150,7 @@ fn autocast_fix(model: &Model<'_>, call: Node<'_>, dtype: Option<Node<'_>>, scal
 
 /// Edits that remove `scaler = GradScaler(...)` and unwrap every use of `scaler`; `None` when a
 /// use is not one of `scale(x)`, `step(opt)`, `update()` or `unscale_(opt)`.
-fn remove_scaler(model: &Model<'_>, construction: Node<'_>) -> Option<Vec<Edit>> {
+fn remove_scaler<'a>(model: &Model<'a>, construction: Node<'a>) -> Option<Vec<Edit>> {
     let source = model.text;
     let assignment = construction.parent().filter(|p| p.kind() == "assignment")?;
     let name = model.node_text(assignment.child_by_field_name("left")?);
@@ -158,7 +158,7 @@ fn remove_scaler(model: &Model<'_>, construction: Node<'_>) -> Option<Vec<Edit>>
         return None;
     }
     let statement = assignment.parent().filter(|s| s.kind() == "expression_statement")?;
-    let mut fix_edits = vec![edits::delete_statement(source, statement)?];
+    let mut fix_edits = vec![edits::delete_statement(model, statement)?];
     let uses = identifiers_named(model.tree.root_node(), name, source);
     for identifier in uses {
         if identifier.start_byte() == assignment.start_byte() {
@@ -176,7 +176,7 @@ fn remove_scaler(model: &Model<'_>, construction: Node<'_>) -> Option<Vec<Edit>>
                 .push(Edit::replacement(TextRange::of(method_call), format!("{}.step()", model.node_text(optimizer)))),
             ("update" | "unscale_", _) => {
                 let statement = method_call.parent().filter(|s| s.kind() == "expression_statement")?;
-                fix_edits.push(edits::delete_statement(source, statement)?);
+                fix_edits.push(edits::delete_statement(model, statement)?);
             }
             _ => return None,
         }

@@ -105,7 +105,7 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
     {
         return;
     }
-    let statement = node.parent().filter(|p| p.kind() == "expression_statement").unwrap_or(node);
+    let statement = model.parent(node).filter(|p| p.kind() == "expression_statement").unwrap_or(node);
     let fix = detach_fix(model, scope, value, node);
     let diagnostic = checker.report_node(
         statement,
@@ -185,8 +185,7 @@ fn is_parameter(model: &Model<'_>, function: Node<'_>, name: &str) -> bool {
 /// Names bound by the `for` targets of the step loop and of loops inside it around `at`.
 fn loop_targets_between<'a>(model: &Model<'a>, scope: Node<'a>, at: Node<'a>) -> Vec<&'a str> {
     let mut names = Vec::new();
-    let mut current = Some(at);
-    while let Some(node) = current {
+    for node in std::iter::once(at).chain(model.ancestors(at)) {
         if node.kind() == "for_statement"
             && let Some(left) = node.child_by_field_name("left")
         {
@@ -195,7 +194,6 @@ fn loop_targets_between<'a>(model: &Model<'a>, scope: Node<'a>, at: Node<'a>) ->
         if node.id() == scope.id() {
             break;
         }
-        current = node.parent();
     }
     names
 }

@@ -5,7 +5,6 @@ use tree_sitter::Node;
 use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
 use crate::diagnostic::Severity;
 use crate::fix::{Edit, Fix};
-use crate::grammar_ids;
 use crate::lint::Checker;
 use crate::semantic::{CallTarget, LoopInfo, Model, ast, contexts_with_items};
 use crate::text::{TextRange, indentation_at, line_ending};
@@ -159,14 +158,13 @@ fn loop_uses_autocast<'a>(model: &Model<'a>, step_loop: &LoopInfo<'a>) -> bool {
     if model.under_autocast(node) {
         return true;
     }
-    let enters_autocast = |current: Node<'_>| {
-        grammar_ids::WITH.contains(current)
-            && contexts_with_items(current).iter().any(|item| {
-                model.is_autocast(*item)
-                    || (item.kind() == "call" && model.callee_name(*item).is_some_and(|n| n.contains("autocast")))
-            })
+    let enters_autocast = |with_statement: Node<'_>| {
+        contexts_with_items(with_statement).iter().any(|item| {
+            model.is_autocast(*item)
+                || (item.kind() == "call" && model.callee_name(*item).is_some_and(|n| n.contains("autocast")))
+        })
     };
-    if ast::any_in_scope(node, enters_autocast) {
+    if model.own_with_statements_within(node).any(enters_autocast) {
         return true;
     }
     model.own_calls_within(node).any(|call| match model.resolve_call(call) {
@@ -186,8 +184,8 @@ fn forward_statements<'a>(
     backward: Node<'a>,
 ) -> Option<(Node<'a>, Node<'a>, Node<'a>)> {
     let body = step_loop.child_by_field_name("body")?;
-    let backward_statement = ast::statement_of(backward);
-    if backward_statement.parent()?.id() != body.id() {
+    let backward_statement = model.statement_of(backward);
+    if model.parent(backward_statement)?.id() != body.id() {
         return None;
     }
     let mut cursor = body.walk();
@@ -246,7 +244,7 @@ fn fp16_with_scaler<'a>(model: &Model<'a>, step_loop: &LoopInfo<'a>, backward: N
             && ast::receiver(*c).is_some_and(|r| model.node_text(r).to_ascii_lowercase().contains("opt"))
             && ast::positional_args(*c).is_empty()
     })?;
-    let step_statement = ast::statement_of(optimizer_step);
+    let step_statement = model.statement_of(optimizer_step);
     if step_statement.kind() != "expression_statement" || step_statement.named_child(0)?.id() != optimizer_step.id() {
         return None;
     }

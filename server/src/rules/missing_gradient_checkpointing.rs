@@ -214,7 +214,7 @@ fn model_reaches_unseen_helper(model: &Model<'_>, load: Node<'_>) -> bool {
 /// about checkpointing there (pytorch/examples' FSDP T5 example wraps the model and applies
 /// activation checkpointing in its main script).
 fn returned_to_another_module<'a>(model: &Model<'a>, load: Node<'a>) -> bool {
-    let Some(function) = ast::enclosing_function(load) else { return false };
+    let Some(function) = model.enclosing_function(load) else { return false };
     let Some(name) = ast::function_name(function, model.text) else { return false };
     let target = load_target(load).map(|t| model.node_text(t));
     let called_here = model
@@ -259,14 +259,14 @@ fn load_target(load: Node<'_>) -> Option<Node<'_>> {
     matches!(left.kind(), "identifier" | "attribute").then_some(left)
 }
 
-fn enable_after_load(model: &Model<'_>, load: Node<'_>, kind: LargeModel) -> Option<Fix> {
+fn enable_after_load<'a>(model: &Model<'a>, load: Node<'a>, kind: LargeModel) -> Option<Fix> {
     let method = match kind {
         LargeModel::Transformers => "gradient_checkpointing_enable",
         LargeModel::Diffusers => "enable_gradient_checkpointing",
         LargeModel::Other => return None,
     };
     let target = load_target(load)?;
-    let statement = ast::statement_of(load);
+    let statement = model.statement_of(load);
     edits::own_lines(model.text, statement)?;
     let line = format!("{}.{method}()", model.node_text(target));
     let indent = indentation_at(model.text, statement.start_byte());
@@ -288,11 +288,11 @@ fn chained_block_in_forward<'a>(model: &Model<'a>, assignment: Node<'a>) -> Opti
     let for_loop = ancestor_loop_over(model, assignment, model.node_text(block))?;
     let iterable = for_loop.child_by_field_name("right")?;
     let stack_attribute = model.node_text(iterable).strip_prefix("self.")?;
-    let function = ast::enclosing_function(assignment)?;
+    let function = model.enclosing_function(assignment)?;
     if ast::function_name(function, model.text) != Some("forward") {
         return None;
     }
-    let class = ast::method_class(function)?;
+    let class = model.method_class(function)?;
     is_repeated_block_stack(model, class, stack_attribute).then_some((block, input))
 }
 

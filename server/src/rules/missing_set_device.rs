@@ -193,12 +193,12 @@ fn inside_cuda_device_context<'a>(model: &Model<'a>, node: Node<'a>) -> bool {
 /// `set_device` is called before the placement: directly or in a helper, anywhere except later
 /// in the same scope.
 fn sets_device_first<'a>(model: &Model<'a>, placement: Node<'a>) -> bool {
-    let placement_scope = ast::enclosing_function(placement).map(|f| f.id());
+    let placement_scope = model.enclosing_function(placement).map(|f| f.id());
     model.calls.iter().any(|call| {
         let sets_device = model.call_resolves_to(*call, names::SET_DEVICE)
             || model.callee_summary(*call).is_some_and(|s| s.calls_set_device);
         let later_in_same_scope =
-            ast::enclosing_function(*call).map(|f| f.id()) == placement_scope && ast::precedes(placement, *call);
+            model.enclosing_function(*call).map(|f| f.id()) == placement_scope && ast::precedes(placement, *call);
         sets_device && !later_in_same_scope
     })
 }
@@ -232,7 +232,7 @@ fn unseen_setup_helper(model: &Model<'_>) -> bool {
 }
 
 /// Insert `torch.cuda.set_device(<local rank>)` after the process-group statement.
-fn insert_set_device(model: &Model<'_>, process_group: Node<'_>) -> Option<Fix> {
+fn insert_set_device<'a>(model: &Model<'a>, process_group: Node<'a>) -> Option<Fix> {
     if !model.call_resolves_to(process_group, names::INIT_PROCESS_GROUP) {
         return None;
     }
@@ -251,7 +251,7 @@ fn insert_set_device(model: &Model<'_>, process_group: Node<'_>) -> Option<Fix> 
 
 /// The local-rank expression to pass to `set_device`, how far it can be trusted, and any import
 /// it needs.
-fn local_rank_expression(model: &Model<'_>, at: Node<'_>) -> (String, Applicability, Vec<crate::fix::Edit>) {
+fn local_rank_expression<'a>(model: &Model<'a>, at: Node<'a>) -> (String, Applicability, Vec<crate::fix::Edit>) {
     if model.is_visible_at("local_rank", at) {
         return ("local_rank".to_owned(), Applicability::Safe, Vec::new());
     }

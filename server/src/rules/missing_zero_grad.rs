@@ -128,7 +128,7 @@ fn zeroes_or_may_zero<'a>(model: &Model<'a>, scope: Node<'a>, optimizer: &str) -
             continue;
         }
         match model.resolve_call(call) {
-            CallTarget::Local(function) if ast::enclosing_function(call).is_none_or(|f| f.id() != function.id()) => {
+            CallTarget::Local(function) if model.enclosing_function(call).is_none_or(|f| f.id() != function.id()) => {
                 let summary = model.function_summary(function);
                 if summary.zeroes_grads || summary.calls_unseen {
                     return true;
@@ -183,8 +183,7 @@ fn grad_set_to_none<'a>(model: &Model<'a>, scope: Node<'a>) -> Vec<Option<&'a st
 
 /// `model` when `node` sits in `for p in model.parameters():` inside the step body.
 fn parameter_owner<'a>(model: &Model<'a>, node: Node<'a>, scope: Node<'a>) -> Option<&'a str> {
-    let mut current = node.parent();
-    while let Some(n) = current.filter(|n| n.id() != scope.id()) {
+    for n in model.ancestors(node).take_while(|n| n.id() != scope.id()) {
         if n.kind() == "for_statement"
             && let Some(iterable) = n.child_by_field_name("right")
         {
@@ -195,13 +194,12 @@ fn parameter_owner<'a>(model: &Model<'a>, node: Node<'a>, scope: Node<'a>) -> Op
                 .map(|r| model.node_text(r))
                 .filter(|owner| !mentions(iterable, model.text, "param_groups") && !owner.is_empty());
         }
-        current = n.parent();
     }
     None
 }
 
-fn insert_zero_grad(model: &Model<'_>, call: Node<'_>, optimizer: &str) -> Option<Fix> {
-    let statement = call.parent().filter(|s| s.kind() == "expression_statement")?;
+fn insert_zero_grad<'a>(model: &Model<'a>, call: Node<'a>, optimizer: &str) -> Option<Fix> {
+    let statement = model.parent(call).filter(|s| s.kind() == "expression_statement")?;
     edits::own_lines(model.text, statement)?;
     let indent = indentation_at(model.text, statement.start_byte());
     let line = format!("{optimizer}.zero_grad(set_to_none=True)");

@@ -135,11 +135,11 @@ fn carries_state<'a>(model: &Model<'a>, step_loop: Node<'a>) -> bool {
 /// The loop reads a model output computed before the loop: every iteration backpropagates
 /// through that shared part of the graph.
 fn reuses_graph_from_before<'a>(model: &Model<'a>, step_loop: Node<'a>) -> bool {
-    let scope = ast::enclosing_function(step_loop);
+    let scope = model.enclosing_function(step_loop);
     let in_loop = assignments_in(step_loop);
     model.assignment_targets().into_iter().any(|(name, assignments)| {
         let built_before = assignments.iter().any(|a| {
-            ast::enclosing_function(*a).map(|f| f.id()) == scope.map(|f| f.id())
+            model.enclosing_function(*a).map(|f| f.id()) == scope.map(|f| f.id())
                 && ast::precedes(*a, step_loop)
                 && a.child_by_field_name("right").is_some_and(|r| is_model_output(model, r))
         });

@@ -376,11 +376,11 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
         return;
     };
     let Some(forward) =
-        ast::enclosing_function(assignment).filter(|f| ast::function_name(*f, model.text) == Some("forward"))
+        model.enclosing_function(assignment).filter(|f| ast::function_name(*f, model.text) == Some("forward"))
     else {
         return;
     };
-    let Some(class) = ast::method_class(forward) else { return };
+    let Some(class) = model.method_class(forward) else { return };
     let attribute = target.child_by_field_name("attribute").map_or("", |a| model.node_text(a));
     if attribute.to_ascii_lowercase().contains("loss")
         || !is_module_class(model, class, 0)
@@ -397,7 +397,7 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
     } else {
         detach_fix(model, forward, value, assignment)
     };
-    let statement = assignment.parent().filter(|p| p.kind() == "expression_statement").unwrap_or(assignment);
+    let statement = model.parent(assignment).filter(|p| p.kind() == "expression_statement").unwrap_or(assignment);
     let diagnostic = checker.report_node(
         statement,
         format!("`self.{attribute}` keeps a tensor computed in `forward`, and its autograd graph, alive past the call"),
@@ -464,9 +464,8 @@ fn registers_buffer(model: &Model<'_>, class: Node<'_>, attribute: &str) -> bool
 }
 
 /// Under `if not self.training:`: evaluation only, where the caller usually disables autograd.
-fn only_when_not_training(model: &Model<'_>, node: Node<'_>, forward: Node<'_>) -> bool {
-    let mut current = node.parent();
-    while let Some(n) = current.filter(|n| n.id() != forward.id()) {
+fn only_when_not_training<'a>(model: &Model<'a>, node: Node<'a>, forward: Node<'a>) -> bool {
+    for n in model.ancestors(node).take_while(|n| n.id() != forward.id()) {
         if n.kind() == "if_statement"
             && n.child_by_field_name("consequence").is_some_and(|c| ast::contains(c, node))
             && n.child_by_field_name("condition").is_some_and(|c| {
@@ -476,7 +475,6 @@ fn only_when_not_training(model: &Model<'_>, node: Node<'_>, forward: Node<'_>) 
         {
             return true;
         }
-        current = n.parent();
     }
     false
 }
@@ -609,7 +607,7 @@ fn last_local_assignment<'a>(model: &Model<'a>, forward: Node<'a>, name: &str, a
     model
         .assignments_to(name)
         .iter()
-        .filter(|a| ast::enclosing_function(**a).is_some_and(|f| f.id() == forward.id()) && ast::precedes(**a, at))
+        .filter(|a| model.enclosing_function(**a).is_some_and(|f| f.id() == forward.id()) && ast::precedes(**a, at))
         .max_by_key(|a| a.start_byte())
         .copied()
 }

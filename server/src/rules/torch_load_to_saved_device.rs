@@ -274,7 +274,7 @@ fn feeds_load_state_dict<'a>(model: &Model<'a>, call: Node<'a>) -> bool {
         return false;
     };
     let name = model.node_text(target);
-    let scope = ast::enclosing_function(call).unwrap_or_else(|| model.tree.root_node());
+    let scope = model.enclosing_function(call).unwrap_or_else(|| model.tree.root_node());
     let uses = identifier_uses(model, scope, name, target);
     !uses.is_empty() && uses.iter().all(|u| is_load_state_dict_argument(model, *u))
 }

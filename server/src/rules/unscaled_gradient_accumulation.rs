@@ -113,8 +113,7 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
 /// between optimizers rather than accumulating.
 fn accumulation_guard<'a>(model: &Model<'a>, step_loop: Node<'a>) -> Option<(Node<'a>, Node<'a>)> {
     for step in model.own_calls_within(step_loop).filter(|c| model.stepped_optimizer(*c).is_some()) {
-        let mut current = step.parent();
-        while let Some(node) = current.filter(|n| n.id() != step_loop.id()) {
+        for node in model.ancestors(step).take_while(|n| n.id() != step_loop.id()) {
             if node.kind() == "if_statement"
                 && node.child_by_field_name("consequence").is_some_and(|c| ast::contains(c, step))
                 && let Some(divisor) = node.child_by_field_name("condition").and_then(|c| modulo_divisor(model, c))
@@ -122,7 +121,6 @@ fn accumulation_guard<'a>(model: &Model<'a>, step_loop: Node<'a>) -> Option<(Nod
             {
                 return Some((node, divisor));
             }
-            current = node.parent();
         }
     }
     None
@@ -226,11 +224,11 @@ fn calls_helper_that_may_divide<'a>(model: &Model<'a>, expression: Node<'a>) -> 
 /// Plain names the expression reads (not attribute or keyword names).
 fn names_read<'a>(model: &Model<'a>, expression: Node<'a>) -> Vec<&'a str> {
     let mut names = Vec::new();
-    let mut stack = vec![expression];
+    // Each node with its parent, which the walk down knows and `Node::parent` would look up.
+    let mut stack = vec![(expression, model.parent(expression))];
     let mut cursor = expression.walk();
-    while let Some(node) = stack.pop() {
+    while let Some((node, parent)) = stack.pop() {
         if node.kind() == "identifier" {
-            let parent = node.parent();
             let is_field = parent.is_some_and(|p| {
                 (p.kind() == "attribute" && p.child_by_field_name("attribute").is_some_and(|a| a.id() == node.id()))
                     || (p.kind() == "keyword_argument"
@@ -240,7 +238,7 @@ fn names_read<'a>(model: &Model<'a>, expression: Node<'a>) -> Vec<&'a str> {
                 names.push(model.node_text(node));
             }
         }
-        stack.extend(node.named_children(&mut cursor).collect::<Vec<_>>());
+        stack.extend(node.named_children(&mut cursor).map(|child| (child, Some(node))).collect::<Vec<_>>());
     }
     names
 }
@@ -304,7 +302,7 @@ fn insert_division<'a>(model: &Model<'a>, call: Node<'a>, subject: Node<'_>, div
     if scope.has_error() {
         return None;
     }
-    let statement = call.parent().filter(|s| s.kind() == "expression_statement")?;
+    let statement = model.parent(call).filter(|s| s.kind() == "expression_statement")?;
     edits::own_lines(model.text, statement)?;
     let loss = model.node_text(subject);
     let divisor = match divisor.kind() {

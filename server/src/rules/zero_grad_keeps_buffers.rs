@@ -103,13 +103,13 @@ fn drop_argument(model: &Model<'_>, arguments: Node<'_>) -> Option<Fix> {
 
 /// `self.zero_grad(False)` inside a class that defines its own `zero_grad` calls that method,
 /// whose parameter may mean something else.
-fn defines_own_zero_grad(model: &Model<'_>, call: Node<'_>) -> bool {
+fn defines_own_zero_grad<'a>(model: &Model<'a>, call: Node<'a>) -> bool {
     let Some(receiver) = ast::receiver(call) else { return true };
     if model.node_text(receiver) != "self" {
         return false;
     }
-    let class = ast::enclosing_function(call).and_then(ast::method_class);
+    let class = model.enclosing_function(call).and_then(|f| model.method_class(f));
     class.is_some_and(|class| {
-        model.functions_named("zero_grad").iter().any(|f| ast::method_class(*f).is_some_and(|c| c.id() == class.id()))
+        model.functions_named("zero_grad").iter().any(|f| model.method_class(*f).is_some_and(|c| c.id() == class.id()))
     })
 }

@@ -52,7 +52,7 @@ impl<'a> Model<'a> {
             return true;
         }
         let Some(function) = self.enclosing_function(node) else { return false };
-        if ast::decorators(function).iter().any(|d| self.is_grad_disabling(*d)) {
+        if self.decorators(function).iter().any(|d| self.is_grad_disabling(*d)) {
             return true;
         }
         if depth >= CALL_SITE_DEPTH {
@@ -110,7 +110,7 @@ impl<'a> Model<'a> {
     /// Whether `node` runs under autocast: an enclosing `with` or a decorator.
     pub fn under_autocast(&self, node: Node<'a>) -> bool {
         self.enclosing_with_items(node).iter().any(|item| self.is_autocast(*item))
-            || self.enclosing_function(node).is_some_and(|f| ast::decorators(f).iter().any(|d| self.is_autocast(*d)))
+            || self.enclosing_function(node).is_some_and(|f| self.decorators(f).iter().any(|d| self.is_autocast(*d)))
     }
 }
 

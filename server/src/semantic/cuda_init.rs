@@ -124,7 +124,7 @@ impl<'a> Model<'a> {
     }
 
     fn initialised_before_at_depth(&self, node: Node<'a>, depth: usize) -> Option<Node<'a>> {
-        let mut current = ast::statement_of(node);
+        let mut current = self.statement_of(node);
         loop {
             let mut sibling = current.prev_named_sibling();
             while let Some(earlier) = sibling {
@@ -149,7 +149,7 @@ impl<'a> Model<'a> {
                     return Some(call);
                 }
             }
-            current = ast::statement_of(holder);
+            current = self.statement_of(holder);
         }
     }
 

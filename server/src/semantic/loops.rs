@@ -81,7 +81,7 @@ impl<'a> Model<'a> {
     pub fn enclosing_training_step(&self, node: Node<'a>) -> Option<Node<'a>> {
         let function = self.enclosing_function(node)?;
         let name = ast::function_name(function, self.text)?;
-        (name == "training_step" && ast::method_class(function).is_some())
+        (name == "training_step" && self.method_class(function).is_some())
             .then(|| self.functions.iter().copied().find(|f| f.id() == function.id()))
             .flatten()
     }
@@ -97,7 +97,7 @@ impl<'a> Model<'a> {
         self.step_loops().next().is_some()
             || self.frameworks().trainer_train
             || self.frameworks().lightning_trainer
-            || self.functions_named("training_step").iter().any(|f| ast::method_class(*f).is_some())
+            || self.functions_named("training_step").iter().any(|f| self.method_class(*f).is_some())
     }
 
     /// Whether a call invokes a model: `model(x)`, `self.net(x)`, `model.generate(...)`.
@@ -169,7 +169,7 @@ fn classify<'a>(model: &Model<'a>) -> Vec<LoopInfo<'a>> {
     let mut step_functions: std::collections::HashSet<usize> = model
         .functions_named("training_step")
         .iter()
-        .filter(|f| ast::method_class(**f).is_some())
+        .filter(|f| model.method_class(**f).is_some())
         .map(|f| f.id())
         .collect();
     let mut contains_step = vec![false; loops.len()];
@@ -245,10 +245,10 @@ fn is_eval_loop<'a>(model: &Model<'a>, node: Node<'a>) -> bool {
 }
 
 /// `model.eval()` followed by `model.train()` before the loop: the loop trains again.
-fn is_train_switched_back(model: &Model<'_>, eval_call: Node<'_>, loop_node: Node<'_>) -> bool {
+fn is_train_switched_back<'a>(model: &Model<'a>, eval_call: Node<'_>, loop_node: Node<'a>) -> bool {
     model.calls_named("train").iter().any(|t| {
         ast::precedes(eval_call, *t)
             && ast::precedes(*t, loop_node)
-            && ast::enclosing_function(*t).map(|f| f.id()) == ast::enclosing_function(loop_node).map(|f| f.id())
+            && model.enclosing_function(*t).map(|f| f.id()) == model.enclosing_function(loop_node).map(|f| f.id())
     })
 }

@@ -54,6 +54,10 @@ pub struct Model<'a> {
     /// around it within its scope.
     loop_nodes: Vec<Node<'a>>,
     outer_loops: Vec<Option<Node<'a>>>,
+    /// Every `with` statement, in source order, and (same index) the innermost function, class or
+    /// lambda around it.
+    with_statements: Vec<Node<'a>>,
+    with_scopes: Vec<Option<Node<'a>>>,
     calls_by_name: HashMap<&'a str, Vec<Node<'a>>>,
     pub functions: Vec<Node<'a>>,
     functions_by_name: HashMap<&'a str, Vec<Node<'a>>>,
@@ -110,6 +114,8 @@ impl<'a> Model<'a> {
             call_names: Vec::new(),
             loop_nodes: Vec::new(),
             outer_loops: Vec::new(),
+            with_statements: Vec::new(),
+            with_scopes: Vec::new(),
             calls_by_name: HashMap::new(),
             functions: Vec::new(),
             functions_by_name: HashMap::new(),
@@ -133,9 +139,7 @@ impl<'a> Model<'a> {
     /// statement that holds the node.
     pub fn ancestors(&self, node: Node<'a>) -> impl Iterator<Item = Node<'a>> + use<'a> {
         let root = self.tree.root_node();
-        let at = self.top_level.partition_point(|s| s.start_byte() <= node.start_byte());
-        let statement = at.checked_sub(1).map(|i| self.top_level[i]).filter(|s| ast::contains(*s, node));
-        let chain = match statement {
+        let chain = match self.statement_holding(node) {
             Some(statement) if node != root => {
                 let mut chain = vec![root];
                 let mut current = statement;
@@ -152,6 +156,43 @@ impl<'a> Model<'a> {
             _ => return Self::ancestors_by_parent(node),
         };
         chain.into_iter()
+    }
+
+    /// The parent of `node` ([`Node::parent`], faster: see [`Model::ancestors`]).
+    pub fn parent(&self, node: Node<'a>) -> Option<Node<'a>> {
+        let Some(statement) = self.statement_holding(node) else { return node.parent() };
+        if statement == node {
+            return Some(self.tree.root_node());
+        }
+        let mut current = statement;
+        loop {
+            match current.child_with_descendant(node) {
+                Some(child) if child == node => return Some(current),
+                Some(child) => current = child,
+                None => return node.parent(),
+            }
+        }
+    }
+
+    /// The class a function is a method of ([`ast::method_class`], faster).
+    pub fn method_class(&self, function: Node<'a>) -> Option<Node<'a>> {
+        ast::method_class_by(function, |n| self.parent(n))
+    }
+
+    /// Decorator expressions of a function or class (`torch.no_grad()` in `@torch.no_grad()`).
+    pub fn decorators(&self, definition: Node<'a>) -> Vec<Node<'a>> {
+        ast::decorators_by(definition, |n| self.parent(n))
+    }
+
+    /// The statement that holds a node ([`ast::statement_of`], faster).
+    pub fn statement_of(&self, node: Node<'a>) -> Node<'a> {
+        ast::statement_of_by(node, |n| self.parent(n))
+    }
+
+    /// The top-level statement that holds `node` (or is it), found by a binary search.
+    fn statement_holding(&self, node: Node<'a>) -> Option<Node<'a>> {
+        let at = self.top_level.partition_point(|s| s.start_byte() <= node.start_byte());
+        at.checked_sub(1).map(|i| self.top_level[i]).filter(|s| ast::contains(*s, node))
     }
 
     /// The ancestors as `Node::parent` finds them, for a node the descent cannot place.
@@ -285,13 +326,13 @@ impl<'a> Model<'a> {
                 // `self.helper()` inside a class: a method of the same class.
                 if object.is_some_and(|o| text(o, source) == "self")
                     && let Some(name) = function.child_by_field_name("attribute").map(|a| text(a, source))
-                    && let Some(class) = ast::enclosing_function(call).and_then(ast::method_class)
+                    && let Some(class) = self.enclosing_function(call).and_then(|f| self.method_class(f))
                 {
                     return self
                         .functions_named(name)
                         .iter()
                         .copied()
-                        .find(|f| ast::method_class(*f).is_some_and(|c| c.id() == class.id()))
+                        .find(|f| self.method_class(*f).is_some_and(|c| c.id() == class.id()))
                         .map_or(CallTarget::Dynamic, CallTarget::Local);
                 }
                 match self.qualified_name(function) {
@@ -306,7 +347,7 @@ impl<'a> Model<'a> {
     fn local_function(&self, name: &str) -> Option<Node<'a>> {
         // Prefer a module-level function over a method of the same name.
         let candidates = self.functions_named(name);
-        candidates.iter().copied().find(|f| ast::method_class(*f).is_none()).or_else(|| candidates.first().copied())
+        candidates.iter().copied().find(|f| self.method_class(*f).is_none()).or_else(|| candidates.first().copied())
     }
 
     fn resolve_imported(&self, qualified: &str) -> CallTarget<'a> {
@@ -395,11 +436,7 @@ impl<'a> Model<'a> {
 
     /// Indices into `calls` of the calls inside `node` (the node itself included).
     fn call_indices_within(&self, node: Node<'_>) -> impl Iterator<Item = usize> + '_ {
-        let (start, end) = (node.start_byte(), node.end_byte());
-        let first = self.calls.partition_point(|c| c.start_byte() < start);
-        (first..self.calls.len())
-            .take_while(move |i| self.calls[*i].start_byte() < end)
-            .filter(move |i| self.calls[*i].end_byte() <= end)
+        indices_within(&self.calls, node)
     }
 
     /// Calls inside `node` (the node itself included), in source order.
@@ -413,6 +450,23 @@ impl<'a> Model<'a> {
             .filter(move |i| !scope_lies_within(self.call_scopes[*i], node))
             .map(|i| self.calls[i])
     }
+
+    /// `with` statements inside `node` (the node itself included) but not inside a nested
+    /// function, class or lambda, in source order.
+    pub fn own_with_statements_within(&self, node: Node<'a>) -> impl Iterator<Item = Node<'a>> + '_ {
+        indices_within(&self.with_statements, node)
+            .filter(move |i| !scope_lies_within(self.with_scopes[*i], node))
+            .map(|i| self.with_statements[i])
+    }
+}
+
+/// Indices into `nodes`, which are in source order and never overlap without nesting, of those
+/// inside `node` (the node itself included): a binary search to the first, then a scan while they
+/// start inside it.
+fn indices_within<'n>(nodes: &'n [Node<'_>], node: Node<'_>) -> impl Iterator<Item = usize> + 'n {
+    let (start, end) = (node.start_byte(), node.end_byte());
+    let first = nodes.partition_point(|c| c.start_byte() < start);
+    (first..nodes.len()).take_while(move |i| nodes[*i].start_byte() < end).filter(move |i| nodes[*i].end_byte() <= end)
 }
 
 /// A model's caches hold answers, never half-made state, so one left by a panicking thread is
@@ -461,8 +515,8 @@ pub fn crosses_boundary(node: Node<'_>, top: Node<'_>) -> bool {
 impl<'a> Model<'a> {
     /// Whether a plain name is bound where `at` runs: a parameter of the enclosing function, an
     /// assignment earlier in that function, or a module-level assignment or import.
-    pub fn is_visible_at(&self, name: &str, at: Node<'_>) -> bool {
-        let function = ast::enclosing_function(at);
+    pub fn is_visible_at(&self, name: &str, at: Node<'a>) -> bool {
+        let function = self.enclosing_function(at);
         if let Some(function) = function
             && let Some(parameters) = function.child_by_field_name("parameters")
         {
@@ -482,7 +536,7 @@ impl<'a> Model<'a> {
             return true;
         }
         self.assignments_to(name).iter().any(|assignment| {
-            let scope = ast::enclosing_function(*assignment);
+            let scope = self.enclosing_function(*assignment);
             match (scope, function) {
                 (None, _) => true,
                 (Some(s), Some(f)) => s.id() == f.id() && ast::precedes(*assignment, at),
@@ -518,8 +572,8 @@ mod tests {
         }
     }
 
-    /// The descent from the top-level statement finds the ancestors `Node::parent` finds, for
-    /// every node of every fixture and example.
+    /// The descent from the top-level statement finds the parent and the ancestors that
+    /// `Node::parent` finds, for every node of every fixture and example.
     #[test]
     fn ancestors_are_the_parent_chain() {
         for path in crate::test_support::python_files() {
@@ -531,6 +585,7 @@ mod tests {
             while let Some(node) = stack.pop() {
                 let expected: Vec<Node<'_>> = std::iter::successors(node.parent(), Node::parent).collect();
                 assert_eq!(model.ancestors(node).collect::<Vec<_>>(), expected, "{} at {:?}", path.display(), node);
+                assert_eq!(model.parent(node), node.parent(), "{} at {:?}", path.display(), node);
                 let function = expected.iter().copied().find(|n| n.kind() == "function_definition");
                 assert_eq!(model.enclosing_function(node), function);
                 stack.extend(node.children(&mut cursor));

@@ -1,5 +1,5 @@
-//! The model's one walk over the tree, which collects calls, imports, definitions, assignments
-//! and loops, and a cache that lets an edited buffer's next walk skip the top-level statements
+//! The model's one walk over the tree, which collects calls, imports, definitions, assignments,
+//! loops and `with` statements, and a cache that lets an edited buffer's next walk skip the top-level statements
 //! the edit left untouched.
 //!
 //! The walk of a top-level statement depends on that statement alone: the loops and scope
@@ -50,6 +50,7 @@ enum Found {
     Class,
     Assignment,
     Loop { outer: Option<KeptNode> },
+    With { scope: Option<KeptNode> },
 }
 
 /// A noted node with its scope and loop nodes placed in the current tree.
@@ -60,6 +61,7 @@ enum Noted<'a> {
     Class,
     Assignment,
     Loop { outer: Option<Node<'a>> },
+    With { scope: Option<Node<'a>> },
 }
 
 impl<'a> Model<'a> {
@@ -105,8 +107,9 @@ impl<'a> Model<'a> {
                 enclosing.pop();
             }
             let keep = |n: Node<'a>| KeptNode::of(top, n);
+            let scope_at = || enclosing.iter().rposition(|(_, n)| ast::is_function_boundary(*n));
             let noted = if grammar_ids::CALL.contains(node) {
-                let scope_at = enclosing.iter().rposition(|(_, n)| ast::is_function_boundary(*n));
+                let scope_at = scope_at();
                 let in_loop = enclosing[scope_at.map_or(0, |i| i + 1)..].last().map(|(_, n)| *n);
                 let scope = scope_at.map(|i| enclosing[i].1);
                 Some((
@@ -124,6 +127,9 @@ impl<'a> Model<'a> {
             } else if ast::is_loop(node) {
                 let outer = enclosing.last().filter(|(_, n)| ast::is_loop(*n)).map(|(_, n)| *n);
                 Some((Noted::Loop { outer }, Found::Loop { outer: outer.map(keep) }))
+            } else if grammar_ids::WITH.contains(node) {
+                let scope = scope_at().map(|i| enclosing[i].1);
+                Some((Noted::With { scope }, Found::With { scope: scope.map(keep) }))
             } else {
                 if !mentions_cuda && grammar_ids::NAME_OR_STRING.contains(node) {
                     mentions_cuda = names_cuda(ast::text(node, source));
@@ -177,6 +183,7 @@ impl<'a> Model<'a> {
                 Found::Class => Noted::Class,
                 Found::Assignment => Noted::Assignment,
                 Found::Loop { outer } => Noted::Loop { outer: place(outer) },
+                Found::With { scope } => Noted::With { scope: place(scope) },
             };
             let names = names.iter().map(|&(from, to)| &text[start + from as usize..start + to as usize]);
             self.note(placer.place(node), noted, names);
@@ -193,7 +200,7 @@ impl<'a> Model<'a> {
             Noted::Assignment => {
                 node.child_by_field_name("left").map(|left| ast::target_names(left, source)).unwrap_or_default()
             }
-            Noted::Import | Noted::Class | Noted::Loop { .. } => Vec::new(),
+            Noted::Import | Noted::Class | Noted::Loop { .. } | Noted::With { .. } => Vec::new(),
         }
     }
 
@@ -226,6 +233,10 @@ impl<'a> Model<'a> {
                 self.loop_nodes.push(node);
                 self.outer_loops.push(outer);
             }
+            Noted::With { scope } => {
+                self.with_statements.push(node);
+                self.with_scopes.push(scope);
+            }
         }
     }
 }
@@ -255,6 +266,8 @@ mod tests {
             maybe(&model.call_loops),
             ranges(&model.loop_nodes),
             maybe(&model.outer_loops),
+            ranges(&model.with_statements),
+            maybe(&model.with_scopes),
             ranges(&model.functions),
             ranges(&model.classes),
             by_name(&model.calls_by_name),
