@@ -78,6 +78,35 @@ fields! {
     VALUE_FIELD = "value";
 }
 
+/// Every field name of the grammar with its id, sorted by name.
+static FIELD_IDS: LazyLock<Vec<(String, u16)>> = LazyLock::new(|| {
+    let language = python();
+    let mut fields: Vec<(String, u16)> = (1..=language.field_count() as u16)
+        .filter_map(|id| language.field_name_for_id(id).map(|name| (name.to_owned(), id)))
+        .collect();
+    fields.sort();
+    fields
+});
+
+/// The id of the grammar's field `name`.
+pub fn field_id(name: &str) -> Option<u16> {
+    let fields = &*FIELD_IDS;
+    fields.binary_search_by(|(known, _)| known.as_str().cmp(name)).ok().map(|i| fields[i].1)
+}
+
+/// A node's child in a field, by the field's name. [`Node::child_by_field_name`] compares the
+/// name with each of the grammar's field names in turn on every call, which the rules make
+/// thousands of times per lint; this finds it in a sorted table.
+pub trait FieldChild<'t> {
+    fn field(&self, name: &str) -> Option<Node<'t>>;
+}
+
+impl<'t> FieldChild<'t> for Node<'t> {
+    fn field(&self, name: &str) -> Option<Node<'t>> {
+        self.child_by_field_id(field_id(name)?)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -95,6 +124,22 @@ mod tests {
         let keyword = call.child_by_field_id(*ARGUMENTS_FIELD).unwrap().named_child(1).unwrap();
         assert_eq!(keyword.child_by_field_id(*NAME_FIELD).map(|n| n.kind()), Some("identifier"));
         assert_eq!(keyword.child_by_field_id(*VALUE_FIELD).map(|n| n.kind()), Some("integer"));
+    }
+
+    #[test]
+    fn a_child_by_field_is_the_child_by_field_name_for_every_field_of_every_node() {
+        let text = include_str!("../../examples/finetune_llm_ddp.py");
+        let tree = parse(text, None);
+        let names: Vec<String> = FIELD_IDS.iter().map(|(name, _)| name.clone()).collect();
+        assert!(names.len() > 20, "{names:?}");
+        let mut cursor = tree.walk();
+        let mut stack = vec![tree.root_node()];
+        while let Some(node) = stack.pop() {
+            for name in names.iter().map(String::as_str).chain(["no_such_field"]) {
+                assert_eq!(node.field(name), node.child_by_field_name(name), "{name} of {node:?}");
+            }
+            stack.extend(node.children(&mut cursor));
+        }
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! function into further modules, and on a large project that reads most of it for the few
 //! functions a lint run asks about.
 
+use crate::grammar_ids::FieldChild;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Mutex, PoisonError};
@@ -61,8 +62,8 @@ impl ModuleSummaries {
                 .iter()
                 .filter(|class| is_module_level(**class))
                 .filter_map(|class| {
-                    let name = ast::text(class.child_by_field_name("name")?, &text).to_owned();
-                    let has_bases = class.child_by_field_name("superclasses").is_some_and(|bases| {
+                    let name = ast::text(class.field("name")?, &text).to_owned();
+                    let has_bases = class.field("superclasses").is_some_and(|bases| {
                         let mut cursor = bases.walk();
                         bases.named_children(&mut cursor).any(|base| ast::text(base, &text) != "object")
                     });
@@ -114,7 +115,7 @@ fn member_key(function: Node<'_>, source: &str) -> Option<String> {
     if !is_module_level(class) {
         return None;
     }
-    let class_name = ast::text(class.child_by_field_name("name")?, source);
+    let class_name = ast::text(class.field("name")?, source);
     Some(format!("{class_name}.{name}"))
 }
 

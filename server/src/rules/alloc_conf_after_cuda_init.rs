@@ -1,5 +1,6 @@
 //! CUL203 alloc-conf-after-cuda-init.
 
+use crate::grammar_ids::FieldChild;
 use tree_sitter::Node;
 
 use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
@@ -135,9 +136,7 @@ fn torch_imported_before<'a>(model: &Model<'a>, node: Node<'a>) -> Option<Node<'
         .filter(|statement| {
             statement.modules.iter().any(|m| IMPORT_TORCH.contains(&m.split('.').next().unwrap_or_default()))
         })
-        .filter_map(|statement| {
-            model.tree.root_node().descendant_for_byte_range(statement.range.start_byte, statement.range.end_byte)
-        })
+        .filter_map(|statement| model.descendant_for_byte_range(statement.range.start_byte, statement.range.end_byte))
         .find(|import| {
             let scope = model.enclosing_function(*import).map(|f| f.id());
             match (scope, function) {
@@ -241,7 +240,7 @@ fn insertion_at_top(model: &Model<'_>, setting: &EnvSetting<'_>, moved: &str) ->
     let environ_name = environ_root(setting.node)?;
     let binding = model.imports.binding(model.node_text(environ_name))?;
     let root = model.tree.root_node();
-    let binding_import = root
+    let binding_import = model
         .descendant_for_byte_range(binding.statement.start_byte, binding.statement.end_byte)
         .filter(|n| matches!(n.kind(), "import_statement" | "import_from_statement"))
         .filter(|n| statement_is_unconditional(*n));
@@ -284,7 +283,7 @@ fn imports_torch(model: &Model<'_>, statement: Node<'_>) -> bool {
 /// The name the statement reaches `os` through: `os` in `os.environ[...]`, `environ`, `putenv`.
 fn environ_root(node: Node<'_>) -> Option<Node<'_>> {
     let target = match node.kind() {
-        "assignment" => node.child_by_field_name("left")?.child_by_field_name("value")?,
+        "assignment" => node.field("left")?.field("value")?,
         _ => ast::callee(node)?,
     };
     ast::root_identifier(target)

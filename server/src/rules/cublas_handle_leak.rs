@@ -1,5 +1,6 @@
 //! CUL601 cublas-handle-leak.
 
+use crate::grammar_ids::FieldChild;
 use tree_sitter::Node;
 
 use super::{Candidate, FixAvailability, Prefilter, Rule};
@@ -115,7 +116,7 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
         return;
     }
     let scope = model.enclosing_function(call);
-    let body = scope.and_then(|f| f.child_by_field_name("body")).unwrap_or_else(|| model.tree.root_node());
+    let body = scope.and_then(|f| f.field("body")).unwrap_or_else(|| model.tree.root_node());
     let destroys = destroy_calls(model, body, name);
     if destroys.is_empty() {
         let once_per_process = scope.is_none() && !inside_loop(call);
@@ -149,7 +150,7 @@ fn created_handle<'a>(model: &Model<'a>, call: Node<'a>) -> Option<Handle<'a>> {
     if model.call_resolves_to(call, RETURNING_CREATORS) {
         let parent = call.parent()?;
         return Some(match parent.kind() {
-            "assignment" => match parent.child_by_field_name("left")? {
+            "assignment" => match parent.field("left")? {
                 target if matches!(target.kind(), "identifier" | "attribute") => Handle::Named(target),
                 _ => Handle::Escapes,
             },
@@ -223,7 +224,7 @@ fn use_escapes(model: &Model<'_>, identifier: Node<'_>) -> bool {
     let Some(parent) = identifier.parent() else { return false };
     match parent.kind() {
         "return_statement" | "yield" | "list" | "tuple" | "dictionary" | "pair" | "set" | "expression_list" => true,
-        "assignment" => parent.child_by_field_name("right") == Some(identifier),
+        "assignment" => parent.field("right") == Some(identifier),
         "argument_list" | "keyword_argument" => {
             let call = if parent.kind() == "argument_list" {
                 parent.parent()

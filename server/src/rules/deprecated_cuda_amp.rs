@@ -1,5 +1,6 @@
 //! CUL303 deprecated-cuda-amp.
 
+use crate::grammar_ids::FieldChild;
 use tree_sitter::Node;
 
 use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
@@ -185,7 +186,7 @@ fn imports_deprecated_module<'a>(model: &Model<'a>, statement: Node<'a>) -> bool
 }
 
 fn from_module<'a>(model: &Model<'a>, statement: Node<'_>) -> Option<&'a str> {
-    statement.child_by_field_name("module_name").map(|m| model.node_text(m))
+    statement.field("module_name").map(|m| model.node_text(m))
 }
 
 /// `(imported name, local name)` of a `from` import; `None` for a wildcard.
@@ -196,8 +197,8 @@ fn imported_names<'a>(model: &Model<'a>, statement: Node<'_>) -> Vec<(&'a str, &
         .filter_map(|name| match name.kind() {
             "dotted_name" => Some((model.node_text(name), model.node_text(name))),
             "aliased_import" => {
-                let imported = model.node_text(name.child_by_field_name("name")?);
-                Some((imported, model.node_text(name.child_by_field_name("alias")?)))
+                let imported = model.node_text(name.field("name")?);
+                Some((imported, model.node_text(name.field("alias")?)))
             }
             _ => None,
         })
@@ -211,9 +212,7 @@ fn imported_modules<'a>(model: &Model<'a>, statement: Node<'a>) -> Vec<(&'a str,
         .children_by_field_name("name", &mut cursor)
         .filter_map(|name| match name.kind() {
             "dotted_name" => Some((model.node_text(name), None)),
-            "aliased_import" => {
-                Some((model.node_text(name.child_by_field_name("name")?), name.child_by_field_name("alias")))
-            }
+            "aliased_import" => Some((model.node_text(name.field("name")?), name.field("alias"))),
             _ => None,
         })
         .collect()
@@ -228,8 +227,6 @@ fn importing_statement<'a>(model: &Model<'a>, target: Node<'a>) -> Option<Node<'
         return None;
     }
     model
-        .tree
-        .root_node()
         .descendant_for_byte_range(binding.statement.start_byte, binding.statement.end_byte)
         .filter(|n| matches!(n.kind(), "import_statement" | "import_from_statement"))
 }
@@ -253,7 +250,7 @@ fn import_plan<'a>(model: &Model<'a>, statement: Node<'a>) -> Option<Vec<Edit>> 
 fn import_rewrite<'a>(model: &Model<'a>, statement: Node<'a>) -> Option<(Edit, Vec<(&'a str, bool)>)> {
     match statement.kind() {
         "import_from_statement" => {
-            let module = statement.child_by_field_name("module_name")?;
+            let module = statement.field("module_name")?;
             let names = imported_names(model, statement);
             if names.is_empty() {
                 return None;
@@ -275,7 +272,7 @@ fn import_rewrite<'a>(model: &Model<'a>, statement: Node<'a>) -> Option<(Edit, V
             let names: Vec<Node<'a>> = statement.children_by_field_name("name", &mut cursor).collect();
             let [name] = names.as_slice() else { return None };
             let (module, alias) = match name.kind() {
-                "aliased_import" => (name.child_by_field_name("name")?, name.child_by_field_name("alias")),
+                "aliased_import" => (name.field("name")?, name.field("alias")),
                 _ => (*name, None),
             };
             if model.node_text(module) != DEPRECATED_MODULE {
@@ -293,10 +290,9 @@ fn import_rewrite<'a>(model: &Model<'a>, statement: Node<'a>) -> Option<(Edit, V
 /// use, which a rewritten import would break.
 fn use_site_of<'a>(model: &Model<'a>, identifier: Node<'a>, module_alias: bool) -> Option<(Node<'a>, Api)> {
     let (target, api) = if module_alias {
-        let attribute = identifier
-            .parent()
-            .filter(|p| p.kind() == "attribute" && p.child_by_field_name("object") == Some(identifier))?;
-        let api = Api::from_name(model.node_text(attribute.child_by_field_name("attribute")?))?;
+        let attribute =
+            identifier.parent().filter(|p| p.kind() == "attribute" && p.field("object") == Some(identifier))?;
+        let api = Api::from_name(model.node_text(attribute.field("attribute")?))?;
         (attribute, api)
     } else {
         let api = model.qualified_name(identifier).as_deref().and_then(Api::of_qualified)?;
@@ -304,7 +300,7 @@ fn use_site_of<'a>(model: &Model<'a>, identifier: Node<'a>, module_alias: bool) 
     };
     let parent = target.parent()?;
     match parent.kind() {
-        "call" if parent.child_by_field_name("function") == Some(target) => Some((parent, api)),
+        "call" if parent.field("function") == Some(target) => Some((parent, api)),
         "decorator" => Some((parent, api)),
         _ => None,
     }
@@ -333,8 +329,8 @@ fn identifier_uses<'a>(model: &Model<'a>, statement: Node<'a>, name: &str) -> Ve
 
 fn is_member_name(identifier: Node<'_>) -> bool {
     identifier.parent().is_some_and(|p| {
-        (p.kind() == "attribute" && p.child_by_field_name("attribute") == Some(identifier))
-            || (p.kind() == "keyword_argument" && p.child_by_field_name("name") == Some(identifier))
+        (p.kind() == "attribute" && p.field("attribute") == Some(identifier))
+            || (p.kind() == "keyword_argument" && p.field("name") == Some(identifier))
     })
 }
 
@@ -372,12 +368,12 @@ fn site_edits(model: &Model<'_>, site: Node<'_>, api: Api, rewrite_callee: bool)
 /// Replace `torch.cuda.amp` in `torch.cuda.amp.autocast` by `torch.amp` (keeping an alias of
 /// `torch`), with an `import torch` when the path was reached another way (`cuda.amp.autocast`).
 fn torch_amp_object(model: &Model<'_>, callee: Node<'_>) -> Option<(Edit, Option<Edit>)> {
-    let object = callee.child_by_field_name("object").filter(|_| callee.kind() == "attribute")?;
+    let object = callee.field("object").filter(|_| callee.kind() == "attribute")?;
     if object.kind() != "attribute" || model.qualified_name(object).as_deref() != Some(DEPRECATED_MODULE) {
         return None;
     }
-    let cuda = object.child_by_field_name("object")?;
-    let torch_node = cuda.child_by_field_name("object").filter(|_| cuda.kind() == "attribute");
+    let cuda = object.field("object")?;
+    let torch_node = cuda.field("object").filter(|_| cuda.kind() == "attribute");
     let (torch, import) = match torch_node {
         Some(node) if model.qualified_name(node).as_deref() == Some("torch") => {
             (model.node_text(node).to_owned(), None)
@@ -455,13 +451,13 @@ fn is_compatibility_fallback(model: &Model<'_>, node: Node<'_>) -> bool {
             }
             "else_clause" | "elif_clause" => {
                 let statement = parent.parent().filter(|p| p.kind() == "if_statement");
-                let condition = statement.and_then(|s| s.child_by_field_name("condition"));
+                let condition = statement.and_then(|s| s.field("condition"));
                 if condition.is_some_and(|c| mentions_version_check(model.node_text(c))) {
                     return true;
                 }
             }
             "if_statement" => {
-                let condition = parent.child_by_field_name("condition");
+                let condition = parent.field("condition");
                 if condition.is_some_and(|c| mentions_version_check(model.node_text(c)) && !ast::contains(c, node)) {
                     return true;
                 }

@@ -1,5 +1,6 @@
 //! CUL801 device-index-out-of-range.
 
+use crate::grammar_ids::FieldChild;
 use tree_sitter::Node;
 
 use super::{Candidate, FixAvailability, Prefilter, Rule};
@@ -114,7 +115,7 @@ fn device_index(model: &Model<'_>, node: Node<'_>) -> Option<usize> {
 fn is_tensor_cuda_method(model: &Model<'_>, call: Node<'_>) -> bool {
     let Some(function) = ast::callee(call) else { return false };
     function.kind() == "attribute"
-        && function.child_by_field_name("attribute").is_some_and(|a| model.node_text(a) == "cuda")
+        && function.field("attribute").is_some_and(|a| model.node_text(a) == "cuda")
         && model.call_qualified_name(call).is_none_or(|q| !q.starts_with("torch.cuda"))
 }
 

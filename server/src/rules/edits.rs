@@ -1,6 +1,7 @@
 //! Building blocks for fixes that move, insert and wrap statements without breaking the file:
 //! they keep the file's line endings and indentation, and refuse shapes they cannot edit safely.
 
+use crate::grammar_ids::FieldChild;
 use tree_sitter::Node;
 
 use crate::fix::Edit;
@@ -86,7 +87,7 @@ pub fn insert_line_before(text: &str, anchor: Node<'_>, line: &str) -> Option<Ed
 /// One level of indentation as the file writes it below `header` (a `for`, `def` or `with`).
 pub fn indent_unit(text: &str, header: Node<'_>) -> String {
     let outer = indentation_at(text, header.start_byte());
-    if let Some(body) = header.child_by_field_name("body").and_then(|b| b.named_child(0)) {
+    if let Some(body) = header.field("body").and_then(|b| b.named_child(0)) {
         let inner = indentation_at(text, body.start_byte());
         if inner.len() > outer.len() && inner.starts_with(outer) {
             return inner[outer.len()..].to_owned();
@@ -101,8 +102,7 @@ pub fn has_multiline_string(model: &Model<'_>, range: TextRange) -> bool {
     // would visit every top-level statement for each question, which is quadratic in a long
     // script. The callers' ranges are whole statements, which never lie inside a string, so no
     // ancestor of that node can be one.
-    let root = model.tree.root_node();
-    let top = root.descendant_for_byte_range(range.start, range.end).unwrap_or(root);
+    let top = model.descendant_for_byte_range(range.start, range.end).unwrap_or_else(|| model.tree.root_node());
     let mut stack = vec![top];
     let mut cursor = top.walk();
     while let Some(node) = stack.pop() {
@@ -139,8 +139,7 @@ pub fn module_reference(model: &Model<'_>, module: &str) -> (String, Option<Edit
         if statement.is_from || !statement.top_level {
             continue;
         }
-        let node =
-            model.tree.root_node().descendant_for_byte_range(statement.range.start_byte, statement.range.end_byte);
+        let node = model.descendant_for_byte_range(statement.range.start_byte, statement.range.end_byte);
         let Some(node) = node.filter(|n| n.kind() == "import_statement") else { continue };
         let mut cursor = node.walk();
         for name in node.children_by_field_name("name", &mut cursor) {
@@ -148,10 +147,8 @@ pub fn module_reference(model: &Model<'_>, module: &str) -> (String, Option<Edit
                 "dotted_name" if ast::text(name, source).split('.').next() == Some(module) => {
                     return (module.to_owned(), None);
                 }
-                "aliased_import"
-                    if name.child_by_field_name("name").is_some_and(|n| ast::text(n, source) == module) =>
-                {
-                    let alias = name.child_by_field_name("alias").map_or(module, |a| ast::text(a, source));
+                "aliased_import" if name.field("name").is_some_and(|n| ast::text(n, source) == module) => {
+                    let alias = name.field("alias").map_or(module, |a| ast::text(a, source));
                     return (alias.to_owned(), None);
                 }
                 _ => {}

@@ -1,5 +1,6 @@
 //! CUL201 empty-cache-in-step-loop.
 
+use crate::grammar_ids::FieldChild;
 use tree_sitter::Node;
 
 use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
@@ -95,8 +96,8 @@ fn is_guarded<'a>(model: &Model<'a>, call: Node<'a>) -> bool {
             return false;
         }
         if matches!(node.kind(), "if_statement" | "elif_clause")
-            && node.child_by_field_name("consequence").is_some_and(|c| ast::contains(c, call))
-            && let Some(condition) = node.child_by_field_name("condition")
+            && node.field("consequence").is_some_and(|c| ast::contains(c, call))
+            && let Some(condition) = node.field("condition")
         {
             let condition = model.node_text(condition);
             if condition.contains('%') || condition.contains("memory_") || condition.contains("mem_get_info") {
@@ -125,9 +126,7 @@ pub fn in_oom_handler<'a>(model: &Model<'a>, call: Node<'a>) -> bool {
                 }
             }
             "if_statement" | "elif_clause"
-                if node
-                    .child_by_field_name("condition")
-                    .is_some_and(|c| model.node_text(c).contains("out of memory")) =>
+                if node.field("condition").is_some_and(|c| model.node_text(c).contains("out of memory")) =>
             {
                 return true;
             }

@@ -1,5 +1,6 @@
 //! CUL402 eval-without-no-grad.
 
+use crate::grammar_ids::FieldChild;
 use tree_sitter::Node;
 
 use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
@@ -177,8 +178,7 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
     let fix = function
         .filter(|f| is_dedicated_eval_function(model, *f))
         .map_or_else(|| wrap_in_no_grad(model, node), |f| Some(decorate_with_no_grad(model, f)));
-    let header =
-        TextRange::new(node.start_byte(), node.child_by_field_name("body").map_or(node.end_byte(), |b| b.start_byte()));
+    let header = TextRange::new(node.start_byte(), node.field("body").map_or(node.end_byte(), |b| b.start_byte()));
     let header_end = model.text[header.start..header.end].trim_end().len() + header.start;
     let diagnostic = checker.report(
         TextRange::new(header.start, header_end),
@@ -245,7 +245,7 @@ fn freezes_parameters(model: &Model<'_>) -> bool {
             || ast::keyword_arg(*c, "requires_grad", model.text).is_some_and(|a| ast::is_literal_off(a, model.text))
     }) || model.assignment_targets().iter().any(|(target, assignments)| {
         target.ends_with(".requires_grad")
-            && assignments.iter().any(|a| a.child_by_field_name("right").is_some_and(|r| r.kind() == "false"))
+            && assignments.iter().any(|a| a.field("right").is_some_and(|r| r.kind() == "false"))
     })
 }
 

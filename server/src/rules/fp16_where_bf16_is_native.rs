@@ -1,5 +1,6 @@
 //! CUL802 fp16-where-bf16-is-native.
 
+use crate::grammar_ids::FieldChild;
 use tree_sitter::Node;
 
 use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
@@ -153,7 +154,7 @@ fn autocast_fix<'a>(model: &Model<'a>, call: Node<'_>, dtype: Option<Node<'_>>, 
 fn remove_scaler<'a>(model: &Model<'a>, construction: Node<'a>) -> Option<Vec<Edit>> {
     let source = model.text;
     let assignment = construction.parent().filter(|p| p.kind() == "assignment")?;
-    let name = model.node_text(assignment.child_by_field_name("left")?);
+    let name = model.node_text(assignment.field("left")?);
     if name.contains(['.', '[', ',']) {
         return None;
     }
@@ -166,7 +167,7 @@ fn remove_scaler<'a>(model: &Model<'a>, construction: Node<'a>) -> Option<Vec<Ed
         }
         let attribute = identifier.parent().filter(|p| p.kind() == "attribute")?;
         let method_call = attribute.parent().filter(|p| p.kind() == "call")?;
-        let method = model.node_text(attribute.child_by_field_name("attribute")?);
+        let method = model.node_text(attribute.field("attribute")?);
         let argument = ast::positional_args(method_call).into_iter().next();
         match (method, argument) {
             ("scale", Some(value)) => {
@@ -201,8 +202,8 @@ fn identifiers_named<'t>(root: Node<'t>, name: &str, source: &str) -> Vec<Node<'
 /// (or `"16"`, `"16-mixed"`) for Lightning.
 fn framework_finding(model: &Model<'_>, keyword: Node<'_>) -> Option<(String, Option<Fix>)> {
     let source = model.text;
-    let name = model.node_text(keyword.child_by_field_name("name")?);
-    let value = keyword.child_by_field_name("value")?;
+    let name = model.node_text(keyword.field("name")?);
+    let value = keyword.field("value")?;
     let call = keyword.parent()?.parent().filter(|c| c.kind() == "call")?;
     let qualified = model.call_qualified_name(call)?;
     let root = qualified.split('.').next().unwrap_or_default();

@@ -1,5 +1,6 @@
 //! CUL401 graph-kept-across-iterations.
 
+use crate::grammar_ids::FieldChild;
 use tree_sitter::Node;
 
 use super::{Candidate, FixAvailability, Prefilter, Rule};
@@ -123,14 +124,14 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
 /// The accumulator and the value kept in it, for each candidate shape.
 fn kept_value<'a>(model: &Model<'a>, node: Node<'a>) -> Option<(Node<'a>, Node<'a>)> {
     match node.kind() {
-        "augmented_assignment" => Some((node.child_by_field_name("left")?, node.child_by_field_name("right")?)),
+        "augmented_assignment" => Some((node.field("left")?, node.field("right")?)),
         "assignment" => {
-            let left = node.child_by_field_name("left")?;
-            let right = node.child_by_field_name("right")?;
+            let left = node.field("left")?;
+            let right = node.field("right")?;
             if left.kind() == "subscript" {
-                return Some((left.child_by_field_name("value")?, right));
+                return Some((left.field("value")?, right));
             }
-            let (a, b) = (right.child_by_field_name("left")?, right.child_by_field_name("right")?);
+            let (a, b) = (right.field("left")?, right.field("right")?);
             let target = model.node_text(left);
             if model.node_text(a) == target {
                 Some((left, b))
@@ -178,7 +179,7 @@ fn is_module_level(model: &Model<'_>, name: &str, function: Node<'_>) -> bool {
 }
 
 fn is_parameter(model: &Model<'_>, function: Node<'_>, name: &str) -> bool {
-    let Some(parameters) = function.child_by_field_name("parameters") else { return false };
+    let Some(parameters) = function.field("parameters") else { return false };
     mentions(parameters, model.text, name)
 }
 
@@ -187,7 +188,7 @@ fn loop_targets_between<'a>(model: &Model<'a>, scope: Node<'a>, at: Node<'a>) ->
     let mut names = Vec::new();
     for node in std::iter::once(at).chain(model.ancestors(at)) {
         if node.kind() == "for_statement"
-            && let Some(left) = node.child_by_field_name("left")
+            && let Some(left) = node.field("left")
         {
             names.extend(ast::target_names(left, model.text));
         }
@@ -207,19 +208,16 @@ fn carries_graph<'a>(model: &Model<'a>, scope: Node<'a>, value: Node<'a>, at: No
     let recurse = |v: Node<'a>| carries_graph(model, scope, v, at, depth + 1);
     match value.kind() {
         "parenthesized_expression" => value.named_child(0).is_some_and(recurse),
-        "binary_operator" => {
-            value.child_by_field_name("left").is_some_and(recurse)
-                || value.child_by_field_name("right").is_some_and(recurse)
-        }
-        "unary_operator" => value.child_by_field_name("argument").is_some_and(recurse),
-        "subscript" => value.child_by_field_name("value").is_some_and(recurse),
+        "binary_operator" => value.field("left").is_some_and(recurse) || value.field("right").is_some_and(recurse),
+        "unary_operator" => value.field("argument").is_some_and(recurse),
+        "subscript" => value.field("value").is_some_and(recurse),
         "tuple" | "list" | "conditional_expression" => {
             let mut cursor = value.walk();
             value.named_children(&mut cursor).collect::<Vec<_>>().into_iter().any(recurse)
         }
         "attribute" => {
-            let attribute = value.child_by_field_name("attribute").map_or("", |a| model.node_text(a));
-            let object = value.child_by_field_name("object");
+            let attribute = value.field("attribute").map_or("", |a| model.node_text(a));
+            let object = value.field("object");
             if UNTRACKED_ATTRIBUTES.contains(&attribute) {
                 return false;
             }
@@ -302,7 +300,7 @@ fn last_assignment<'a>(model: &Model<'a>, name: &str, at: Node<'a>) -> Option<No
         .iter()
         .filter(|a| model.enclosing_function(**a).map(|f| f.id()) == function && ast::precedes(**a, at))
         .max_by_key(|a| a.start_byte())
-        .and_then(|a| a.child_by_field_name("right"))
+        .and_then(|a| a.field("right"))
 }
 
 /// The accumulator, or something computed from it, is backpropagated: `total.backward()`,

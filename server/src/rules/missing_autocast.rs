@@ -1,5 +1,6 @@
 //! CUL302 missing-autocast.
 
+use crate::grammar_ids::FieldChild;
 use tree_sitter::Node;
 
 use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
@@ -183,7 +184,7 @@ fn forward_statements<'a>(
     step_loop: Node<'a>,
     backward: Node<'a>,
 ) -> Option<(Node<'a>, Node<'a>, Node<'a>)> {
-    let body = step_loop.child_by_field_name("body")?;
+    let body = step_loop.field("body")?;
     let backward_statement = model.statement_of(backward);
     if model.parent(backward_statement)?.id() != body.id() {
         return None;

@@ -1,5 +1,6 @@
 //! CUL301 missing-gradient-checkpointing.
 
+use crate::grammar_ids::FieldChild;
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -255,7 +256,7 @@ fn returns_loaded_model(model: &Model<'_>, function: Node<'_>, load: Node<'_>, t
 fn load_target(load: Node<'_>) -> Option<Node<'_>> {
     let statement = ast::statement_of(load);
     let assignment = statement.named_child(0).filter(|a| a.kind() == "assignment")?;
-    let left = assignment.child_by_field_name("left")?;
+    let left = assignment.field("left")?;
     matches!(left.kind(), "identifier" | "attribute").then_some(left)
 }
 
@@ -279,14 +280,14 @@ fn enable_after_load<'a>(model: &Model<'a>, load: Node<'a>, kind: LargeModel) ->
 /// For `x = block(x)` inside `for block in self.blocks:` in `forward`, where `self.blocks` is a
 /// `ModuleList`/`Sequential` of repeated blocks: the block and its input.
 fn chained_block_in_forward<'a>(model: &Model<'a>, assignment: Node<'a>) -> Option<(Node<'a>, Node<'a>)> {
-    let call = assignment.child_by_field_name("right")?;
+    let call = assignment.field("right")?;
     let block = ast::callee(call)?;
     let input = *ast::positional_args(call).first()?;
     if ast::positional_args(call).len() != 1 || !ast::keyword_args(call).is_empty() {
         return None;
     }
     let for_loop = ancestor_loop_over(model, assignment, model.node_text(block))?;
-    let iterable = for_loop.child_by_field_name("right")?;
+    let iterable = for_loop.field("right")?;
     let stack_attribute = model.node_text(iterable).strip_prefix("self.")?;
     let function = model.enclosing_function(assignment)?;
     if ast::function_name(function, model.text) != Some("forward") {
@@ -302,8 +303,7 @@ fn ancestor_loop_over<'a>(model: &Model<'a>, node: Node<'a>, variable: &str) -> 
         if ast::is_function_boundary(n) {
             return None;
         }
-        if n.kind() == "for_statement" && n.child_by_field_name("left").is_some_and(|l| model.node_text(l) == variable)
-        {
+        if n.kind() == "for_statement" && n.field("left").is_some_and(|l| model.node_text(l) == variable) {
             return Some(n);
         }
         current = n.parent();
@@ -316,7 +316,7 @@ fn ancestor_loop_over<'a>(model: &Model<'a>, node: Node<'a>, variable: &str) -> 
 fn is_repeated_block_stack(model: &Model<'_>, class: Node<'_>, attribute: &str) -> bool {
     model.assignments_to(&format!("self.{attribute}")).iter().any(|assignment| {
         ast::contains(class, *assignment)
-            && assignment.child_by_field_name("right").is_some_and(|value| {
+            && assignment.field("right").is_some_and(|value| {
                 value.kind() == "call"
                     && model.call_resolves_to(
                         value,
@@ -331,7 +331,7 @@ fn is_repeated_block_stack(model: &Model<'_>, class: Node<'_>, attribute: &str) 
 }
 
 fn checkpoint_block(model: &Model<'_>, assignment: Node<'_>, block: Node<'_>, input: Node<'_>) -> Option<Fix> {
-    let call = assignment.child_by_field_name("right")?;
+    let call = assignment.field("right")?;
     let (torch, _) = edits::module_reference(model, "torch");
     let replacement = format!(
         "{torch}.utils.checkpoint.checkpoint({}, {}, use_reentrant=False)",

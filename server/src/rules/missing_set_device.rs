@@ -1,5 +1,6 @@
 //! CUL101 missing-set-device.
 
+use crate::grammar_ids::FieldChild;
 use tree_sitter::Node;
 
 use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
@@ -174,11 +175,10 @@ fn is_indexless_placement(model: &Model<'_>, node: Node<'_>) -> bool {
                 _ => false,
             }
         }
-        "keyword_argument" => node.child_by_field_name("value").is_some_and(|v| is_bare_cuda(model, v)),
+        "keyword_argument" => node.field("value").is_some_and(|v| is_bare_cuda(model, v)),
         "assignment" => {
-            let name = node.child_by_field_name("left").map_or("", |l| model.node_text(l)).to_ascii_lowercase();
-            name.contains("device")
-                && node.child_by_field_name("right").is_some_and(|v| v.kind() != "call" && is_bare_cuda(model, v))
+            let name = node.field("left").map_or("", |l| model.node_text(l)).to_ascii_lowercase();
+            name.contains("device") && node.field("right").is_some_and(|v| v.kind() != "call" && is_bare_cuda(model, v))
         }
         _ => false,
     }
@@ -257,18 +257,17 @@ fn local_rank_expression<'a>(model: &Model<'a>, at: Node<'a>) -> (String, Applic
     }
     // `args.local_rank`, `opt.local_rank`, ... on a name that is visible here.
     for (start, _) in model.text.match_indices(".local_rank") {
-        let Some(node) = model.tree.root_node().descendant_for_byte_range(start + 1, start + 1) else { continue };
+        let Some(node) = model.descendant_for_byte_range(start + 1, start + 1) else { continue };
         let Some(attribute) = node.parent().filter(|p| p.kind() == "attribute") else { continue };
-        if let Some(object) = attribute.child_by_field_name("object").filter(|o| o.kind() == "identifier")
+        if let Some(object) = attribute.field("object").filter(|o| o.kind() == "identifier")
             && model.is_visible_at(model.node_text(object), at)
         {
             return (model.node_text(attribute).to_owned(), Applicability::Safe, Vec::new());
         }
     }
     for (name, assignments) in model.assignment_targets() {
-        let holds_local_rank = assignments
-            .iter()
-            .any(|a| a.child_by_field_name("right").is_some_and(|r| model.node_text(r).contains("LOCAL_RANK")));
+        let holds_local_rank =
+            assignments.iter().any(|a| a.field("right").is_some_and(|r| model.node_text(r).contains("LOCAL_RANK")));
         if holds_local_rank && !name.contains('.') && model.is_visible_at(name, at) {
             return (name.to_owned(), Applicability::Safe, Vec::new());
         }

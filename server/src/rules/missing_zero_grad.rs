@@ -1,5 +1,6 @@
 //! CUL501 missing-zero-grad.
 
+use crate::grammar_ids::FieldChild;
 use tree_sitter::Node;
 
 use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
@@ -169,8 +170,8 @@ fn grad_set_to_none<'a>(model: &Model<'a>, scope: Node<'a>) -> Vec<Option<&'a st
     let mut cursor = scope.walk();
     while let Some(node) = stack.pop() {
         if node.kind() == "assignment"
-            && node.child_by_field_name("left").is_some_and(|l| grad_of(model, l))
-            && node.child_by_field_name("right").is_some_and(|r| r.kind() == "none")
+            && node.field("left").is_some_and(|l| grad_of(model, l))
+            && node.field("right").is_some_and(|r| r.kind() == "none")
         {
             owners.push(parameter_owner(model, node, scope));
         }
@@ -185,7 +186,7 @@ fn grad_set_to_none<'a>(model: &Model<'a>, scope: Node<'a>) -> Vec<Option<&'a st
 fn parameter_owner<'a>(model: &Model<'a>, node: Node<'a>, scope: Node<'a>) -> Option<&'a str> {
     for n in model.ancestors(node).take_while(|n| n.id() != scope.id()) {
         if n.kind() == "for_statement"
-            && let Some(iterable) = n.child_by_field_name("right")
+            && let Some(iterable) = n.field("right")
         {
             return model
                 .calls_within(iterable)

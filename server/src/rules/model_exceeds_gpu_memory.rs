@@ -1,5 +1,6 @@
 //! CUL803 model-exceeds-gpu-memory.
 
+use crate::grammar_ids::FieldChild;
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -144,7 +145,7 @@ fn model_id(model: &Model<'_>, call: Node<'_>) -> Option<String> {
         "string" => ast::string_value(argument, source),
         "identifier" => {
             let [assignment] = model.assignments_to(model.node_text(argument)) else { return None };
-            ast::string_value(assignment.child_by_field_name("right")?, source)
+            ast::string_value(assignment.field("right")?, source)
         }
         _ => None,
     }
@@ -221,7 +222,7 @@ fn quantization_bytes(model: &Model<'_>, call: Node<'_>) -> Option<f64> {
             "call" => places.push(config),
             "identifier" => {
                 if let [assignment] = model.assignments_to(model.node_text(config))
-                    && let Some(right) = assignment.child_by_field_name("right").filter(|r| r.kind() == "call")
+                    && let Some(right) = assignment.field("right").filter(|r| r.kind() == "call")
                 {
                     places.push(right);
                 }

@@ -1,5 +1,6 @@
 //! CUL404 retain-graph-in-loop.
 
+use crate::grammar_ids::FieldChild;
 use tree_sitter::Node;
 
 use super::{Candidate, FixAvailability, Prefilter, Rule};
@@ -110,8 +111,7 @@ fn subject_built_outside<'a>(model: &Model<'a>, step_loop: Node<'a>, subject: No
     let Some(root) = ast::root_identifier(subject) else { return true };
     let name = model.node_text(root);
     !assignments_in(step_loop).iter().any(|a| {
-        ast::precedes(*a, call)
-            && a.child_by_field_name("left").is_some_and(|l| ast::target_names(l, model.text).contains(&name))
+        ast::precedes(*a, call) && a.field("left").is_some_and(|l| ast::target_names(l, model.text).contains(&name))
     })
 }
 
@@ -119,9 +119,7 @@ fn subject_built_outside<'a>(model: &Model<'a>, step_loop: Node<'a>, subject: No
 /// not detached: the next iteration's graph runs through this one.
 fn carries_state<'a>(model: &Model<'a>, step_loop: Node<'a>) -> bool {
     assignments_in(step_loop).into_iter().any(|assignment| {
-        let (Some(left), Some(right)) =
-            (assignment.child_by_field_name("left"), assignment.child_by_field_name("right"))
-        else {
+        let (Some(left), Some(right)) = (assignment.field("left"), assignment.field("right")) else {
             return false;
         };
         let has_call = model.calls_within(right).next().is_some();
@@ -141,7 +139,7 @@ fn reuses_graph_from_before<'a>(model: &Model<'a>, step_loop: Node<'a>) -> bool 
         let built_before = assignments.iter().any(|a| {
             model.enclosing_function(*a).map(|f| f.id()) == scope.map(|f| f.id())
                 && ast::precedes(*a, step_loop)
-                && a.child_by_field_name("right").is_some_and(|r| is_model_output(model, r))
+                && a.field("right").is_some_and(|r| is_model_output(model, r))
         });
         built_before
             && !in_loop.iter().any(|a| assignments.iter().any(|b| b.id() == a.id()))

@@ -1,5 +1,6 @@
 //! CUL403 tensor-stored-on-module.
 
+use crate::grammar_ids::FieldChild;
 use std::cell::Cell;
 
 use tree_sitter::Node;
@@ -371,8 +372,7 @@ fn is_a_test(value: &str) -> bool {
 fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
     let model = checker.model;
     let assignment = candidate.node;
-    let (Some(target), Some(value)) = (assignment.child_by_field_name("left"), assignment.child_by_field_name("right"))
-    else {
+    let (Some(target), Some(value)) = (assignment.field("left"), assignment.field("right")) else {
         return;
     };
     let Some(forward) =
@@ -381,7 +381,7 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
         return;
     };
     let Some(class) = model.method_class(forward) else { return };
-    let attribute = target.child_by_field_name("attribute").map_or("", |a| model.node_text(a));
+    let attribute = target.field("attribute").map_or("", |a| model.node_text(a));
     if attribute.to_ascii_lowercase().contains("loss")
         || !is_module_class(model, class, 0)
         || registers_buffer(model, class, attribute)
@@ -420,9 +420,9 @@ fn read_later(model: &Model<'_>, forward: Node<'_>, target: Node<'_>, assignment
             && node.start_byte() >= assignment.end_byte()
             && model.node_text(node) == target_text
         {
-            let is_store = node.parent().is_some_and(|p| {
-                p.kind() == "assignment" && p.child_by_field_name("left").is_some_and(|l| l.id() == node.id())
-            });
+            let is_store = node
+                .parent()
+                .is_some_and(|p| p.kind() == "assignment" && p.field("left").is_some_and(|l| l.id() == node.id()));
             if !is_store {
                 return true;
             }
@@ -435,7 +435,7 @@ fn read_later(model: &Model<'_>, forward: Node<'_>, target: Node<'_>, assignment
 /// The class derives from `torch.nn.Module` (or a Lightning module), directly or through local
 /// classes. A base the checker cannot resolve makes it unknown, and unknown is not a module.
 fn is_module_class(model: &Model<'_>, class: Node<'_>, depth: usize) -> bool {
-    let Some(bases) = class.child_by_field_name("superclasses") else { return false };
+    let Some(bases) = class.field("superclasses") else { return false };
     let mut cursor = bases.walk();
     let bases: Vec<Node<'_>> = bases.named_children(&mut cursor).collect();
     bases.into_iter().any(|base| {
@@ -447,7 +447,7 @@ fn is_module_class(model: &Model<'_>, class: Node<'_>, depth: usize) -> bool {
         depth < BASE_DEPTH
             && base.kind() == "identifier"
             && model.classes.iter().any(|c| {
-                c.child_by_field_name("name").is_some_and(|n| model.node_text(n) == model.node_text(base))
+                c.field("name").is_some_and(|n| model.node_text(n) == model.node_text(base))
                     && c.id() != class.id()
                     && is_module_class(model, *c, depth + 1)
             })
@@ -467,8 +467,8 @@ fn registers_buffer(model: &Model<'_>, class: Node<'_>, attribute: &str) -> bool
 fn only_when_not_training<'a>(model: &Model<'a>, node: Node<'a>, forward: Node<'a>) -> bool {
     for n in model.ancestors(node).take_while(|n| n.id() != forward.id()) {
         if n.kind() == "if_statement"
-            && n.child_by_field_name("consequence").is_some_and(|c| ast::contains(c, node))
-            && n.child_by_field_name("condition").is_some_and(|c| {
+            && n.field("consequence").is_some_and(|c| ast::contains(c, node))
+            && n.field("condition").is_some_and(|c| {
                 let condition = model.node_text(c);
                 condition.contains("not self.training") || condition.contains("self.training is False")
             })
@@ -514,24 +514,24 @@ fn origin<'a>(
             // The latest binding wins: `x = block(x)` rebinds the parameter `x`.
             match last_local_assignment(model, forward, name, at) {
                 Some(assignment) => assignment
-                    .child_by_field_name("right")
+                    .field("right")
                     .map_or(Origin::Unrelated, |right| origin(model, forward, right, assignment, depth + 1, budget)),
                 None if is_parameter(model, forward, name) => Origin::Input,
                 None => Origin::Unrelated,
             }
         }
         "attribute" => {
-            let attribute = value.child_by_field_name("attribute").map_or("", |a| model.node_text(a));
-            match value.child_by_field_name("object") {
+            let attribute = value.field("attribute").map_or("", |a| model.node_text(a));
+            match value.field("object") {
                 Some(object) if !UNTRACKED_ATTRIBUTES.contains(&attribute) => of(object),
                 _ => Origin::Unrelated,
             }
         }
-        "subscript" => value.child_by_field_name("value").map_or(Origin::Unrelated, of),
-        "binary_operator" => computed_if_any(
-            [value.child_by_field_name("left"), value.child_by_field_name("right")].into_iter().flatten().collect(),
-        ),
-        "unary_operator" => computed_if_any(value.child_by_field_name("argument").into_iter().collect()),
+        "subscript" => value.field("value").map_or(Origin::Unrelated, of),
+        "binary_operator" => {
+            computed_if_any([value.field("left"), value.field("right")].into_iter().flatten().collect())
+        }
+        "unary_operator" => computed_if_any(value.field("argument").into_iter().collect()),
         "tuple" | "list" | "expression_list" | "conditional_expression" => {
             let mut cursor = value.walk();
             let children: Vec<Node<'a>> = value.named_children(&mut cursor).collect();
@@ -547,7 +547,7 @@ fn origin<'a>(
             let Some(function) = ast::callee(value) else { return Origin::Unrelated };
             match function.kind() {
                 "attribute" => {
-                    let receiver = function.child_by_field_name("object");
+                    let receiver = function.field("object");
                     let is_library_function = model.qualified_name(function).is_some();
                     let is_submodule_call = receiver.is_some_and(|r| model.node_text(r) == "self");
                     if is_library_function || is_submodule_call {
@@ -580,7 +580,7 @@ fn call_arguments(call: Node<'_>) -> Vec<Node<'_>> {
     let mut cursor = arguments.walk();
     for argument in arguments.named_children(&mut cursor) {
         match argument.kind() {
-            "keyword_argument" => inputs.extend(argument.child_by_field_name("value")),
+            "keyword_argument" => inputs.extend(argument.field("value")),
             "list_splat" | "dictionary_splat" => inputs.extend(argument.named_child(0)),
             "comment" => {}
             _ => inputs.push(argument),
@@ -590,13 +590,13 @@ fn call_arguments(call: Node<'_>) -> Vec<Node<'_>> {
 }
 
 fn is_parameter(model: &Model<'_>, function: Node<'_>, name: &str) -> bool {
-    let Some(parameters) = function.child_by_field_name("parameters") else { return false };
+    let Some(parameters) = function.field("parameters") else { return false };
     let mut cursor = parameters.walk();
     parameters.named_children(&mut cursor).any(|p| {
         let name_node = match p.kind() {
             "identifier" => Some(p),
             "list_splat_pattern" | "dictionary_splat_pattern" => p.named_child(0),
-            _ => p.child_by_field_name("name").or_else(|| p.named_child(0)),
+            _ => p.field("name").or_else(|| p.named_child(0)),
         };
         name_node.is_some_and(|n| n.kind() == "identifier" && model.node_text(n) == name)
     })

@@ -1,5 +1,6 @@
 //! CUL102 torch-load-to-saved-device.
 
+use crate::grammar_ids::FieldChild;
 use tree_sitter::Node;
 
 use super::{Candidate, FixAvailability, Prefilter, Rule};
@@ -222,10 +223,7 @@ fn has_list_splat(call: Node<'_>) -> bool {
 /// The path, or the name the result is stored under, says the file holds data.
 fn loads_data(model: &Model<'_>, call: Node<'_>) -> bool {
     let path = ast::positional_args(call).first().copied().or_else(|| ast::keyword_arg(call, "f", model.text));
-    let stored_as = call
-        .parent()
-        .filter(|p| p.kind() == "assignment")
-        .and_then(|assignment| assignment.child_by_field_name("left"));
+    let stored_as = call.parent().filter(|p| p.kind() == "assignment").and_then(|assignment| assignment.field("left"));
     [path, stored_as].into_iter().flatten().any(|node| names_data(model.node_text(node)))
 }
 
@@ -270,7 +268,7 @@ fn feeds_load_state_dict<'a>(model: &Model<'a>, call: Node<'a>) -> bool {
         return true;
     }
     let Some(assignment) = call.parent().filter(|p| p.kind() == "assignment") else { return false };
-    let Some(target) = assignment.child_by_field_name("left").filter(|l| l.kind() == "identifier") else {
+    let Some(target) = assignment.field("left").filter(|l| l.kind() == "identifier") else {
         return false;
     };
     let name = model.node_text(target);
@@ -284,7 +282,7 @@ fn feeds_load_state_dict<'a>(model: &Model<'a>, call: Node<'a>) -> bool {
 fn is_load_state_dict_argument(model: &Model<'_>, node: Node<'_>) -> bool {
     let mut value = node;
     while let Some(parent) = value.parent().filter(|p| p.kind() == "subscript") {
-        if parent.child_by_field_name("value").is_some_and(|v| v.id() == value.id()) {
+        if parent.field("value").is_some_and(|v| v.id() == value.id()) {
             value = parent;
         } else {
             break;
@@ -293,9 +291,7 @@ fn is_load_state_dict_argument(model: &Model<'_>, node: Node<'_>) -> bool {
     let Some(parent) = value.parent() else { return false };
     let (args, positional) = match parent.kind() {
         "argument_list" => (parent, true),
-        "keyword_argument"
-            if parent.child_by_field_name("name").is_some_and(|n| model.node_text(n) == "state_dict") =>
-        {
+        "keyword_argument" if parent.field("name").is_some_and(|n| model.node_text(n) == "state_dict") => {
             let Some(args) = parent.parent() else { return false };
             (args, false)
         }
@@ -312,12 +308,10 @@ fn identifier_uses<'a>(model: &Model<'a>, scope: Node<'a>, name: &str, binding: 
     let mut stack = vec![scope];
     while let Some(node) = stack.pop() {
         if node.kind() == "identifier" && node.id() != binding.id() && model.node_text(node) == name {
-            let is_attribute_name = node
-                .parent()
-                .is_some_and(|p| p.kind() == "attribute" && p.child_by_field_name("attribute") == Some(node));
-            let is_keyword_name = node
-                .parent()
-                .is_some_and(|p| p.kind() == "keyword_argument" && p.child_by_field_name("name") == Some(node));
+            let is_attribute_name =
+                node.parent().is_some_and(|p| p.kind() == "attribute" && p.field("attribute") == Some(node));
+            let is_keyword_name =
+                node.parent().is_some_and(|p| p.kind() == "keyword_argument" && p.field("name") == Some(node));
             if !is_attribute_name && !is_keyword_name {
                 uses.push(node);
             }

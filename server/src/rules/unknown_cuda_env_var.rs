@@ -112,9 +112,8 @@ fn problem<'a>(model: &Model<'a>, setting: &EnvSetting<'a>) -> Option<String> {
 /// The name appears in another string literal of the file (`os.environ.get(...)`, a config
 /// table): the project reads the variable itself, so it is not dead.
 fn read_elsewhere<'a>(model: &Model<'a>, setting: &EnvSetting<'a>) -> bool {
-    let root = model.tree.root_node();
     model.text.match_indices(setting.name).any(|(start, _)| {
-        let Some(node) = root.descendant_for_byte_range(start, start + setting.name.len()) else { return false };
+        let Some(node) = model.descendant_for_byte_range(start, start + setting.name.len()) else { return false };
         let string = if node.kind() == "string" { Some(node) } else { node.parent().filter(|p| p.kind() == "string") };
         let Some(string) = string else { return false };
         string.id() != setting.name_node.id()

@@ -1,5 +1,6 @@
 //! CUL502 unscaled-gradient-accumulation.
 
+use crate::grammar_ids::FieldChild;
 use std::collections::HashSet;
 
 use tree_sitter::Node;
@@ -115,8 +116,8 @@ fn accumulation_guard<'a>(model: &Model<'a>, step_loop: Node<'a>) -> Option<(Nod
     for step in model.own_calls_within(step_loop).filter(|c| model.stepped_optimizer(*c).is_some()) {
         for node in model.ancestors(step).take_while(|n| n.id() != step_loop.id()) {
             if node.kind() == "if_statement"
-                && node.child_by_field_name("consequence").is_some_and(|c| ast::contains(c, step))
-                && let Some(divisor) = node.child_by_field_name("condition").and_then(|c| modulo_divisor(model, c))
+                && node.field("consequence").is_some_and(|c| ast::contains(c, step))
+                && let Some(divisor) = node.field("condition").and_then(|c| modulo_divisor(model, c))
                 && !alternative_steps(model, node)
             {
                 return Some((node, divisor));
@@ -132,9 +133,9 @@ fn modulo_divisor<'a>(model: &Model<'a>, condition: Node<'a>) -> Option<Node<'a>
     let mut cursor = condition.walk();
     while let Some(node) = stack.pop() {
         if node.kind() == "binary_operator"
-            && node.child_by_field_name("operator").is_some_and(|o| o.kind() == "%")
-            && node.child_by_field_name("left").is_some_and(|l| !matches!(l.kind(), "string" | "concatenated_string"))
-            && let Some(divisor) = node.child_by_field_name("right")
+            && node.field("operator").is_some_and(|o| o.kind() == "%")
+            && node.field("left").is_some_and(|l| !matches!(l.kind(), "string" | "concatenated_string"))
+            && let Some(divisor) = node.field("right")
             && !(divisor.kind() == "integer" && matches!(model.node_text(divisor), "0" | "1"))
         {
             return Some(divisor);
@@ -178,11 +179,11 @@ fn divided_on_path<'a>(
                 }
                 for assignment in assignments_before(model, step_loop, name, call) {
                     if assignment.kind() == "augmented_assignment"
-                        && assignment.child_by_field_name("operator").is_some_and(|o| o.kind() == "/=")
+                        && assignment.field("operator").is_some_and(|o| o.kind() == "/=")
                     {
                         return true;
                     }
-                    next.extend(assignment.child_by_field_name("right"));
+                    next.extend(assignment.field("right"));
                 }
             }
         }
@@ -197,9 +198,7 @@ fn divides(model: &Model<'_>, expression: Node<'_>) -> bool {
     let mut cursor = expression.walk();
     while let Some(node) = stack.pop() {
         match node.kind() {
-            "binary_operator"
-                if node.child_by_field_name("operator").is_some_and(|o| matches!(o.kind(), "/" | "//")) =>
-            {
+            "binary_operator" if node.field("operator").is_some_and(|o| matches!(o.kind(), "/" | "//")) => {
                 return true;
             }
             "call" if matches!(model.callee_name(node), Some("div" | "div_" | "true_divide" | "divide")) => {
@@ -215,7 +214,7 @@ fn divides(model: &Model<'_>, expression: Node<'_>) -> bool {
 /// A call of a helper in this project whose body divides, or that the checker cannot see.
 fn calls_helper_that_may_divide<'a>(model: &Model<'a>, expression: Node<'a>) -> bool {
     model.calls_within(expression).any(|call| match model.resolve_call(call) {
-        CallTarget::Local(function) => function.child_by_field_name("body").is_some_and(|b| divides(model, b)),
+        CallTarget::Local(function) => function.field("body").is_some_and(|b| divides(model, b)),
         CallTarget::Project(_) | CallTarget::Unseen => true,
         _ => false,
     })
@@ -230,9 +229,8 @@ fn names_read<'a>(model: &Model<'a>, expression: Node<'a>) -> Vec<&'a str> {
     while let Some((node, parent)) = stack.pop() {
         if node.kind() == "identifier" {
             let is_field = parent.is_some_and(|p| {
-                (p.kind() == "attribute" && p.child_by_field_name("attribute").is_some_and(|a| a.id() == node.id()))
-                    || (p.kind() == "keyword_argument"
-                        && p.child_by_field_name("name").is_some_and(|n| n.id() == node.id()))
+                (p.kind() == "attribute" && p.field("attribute").is_some_and(|a| a.id() == node.id()))
+                    || (p.kind() == "keyword_argument" && p.field("name").is_some_and(|n| n.id() == node.id()))
             });
             if !is_field {
                 names.push(model.node_text(node));
@@ -253,7 +251,7 @@ fn assignments_before<'a>(model: &Model<'a>, step_loop: Node<'a>, name: &str, ca
     while let Some(node) = stack.pop() {
         if matches!(node.kind(), "assignment" | "augmented_assignment")
             && ast::precedes(node, call)
-            && node.child_by_field_name("left").is_some_and(|l| ast::target_names(l, model.text).contains(&name))
+            && node.field("left").is_some_and(|l| ast::target_names(l, model.text).contains(&name))
         {
             found.push(node);
         }
@@ -275,8 +273,8 @@ fn divides_gradients(model: &Model<'_>, step_loop: Node<'_>) -> bool {
     while let Some(node) = stack.pop() {
         let scales = match node.kind() {
             "augmented_assignment" => {
-                node.child_by_field_name("operator").is_some_and(|o| matches!(o.kind(), "/=" | "*="))
-                    && node.child_by_field_name("left").is_some_and(is_grad)
+                node.field("operator").is_some_and(|o| matches!(o.kind(), "/=" | "*="))
+                    && node.field("left").is_some_and(is_grad)
             }
             "call" => {
                 matches!(model.callee_name(node), Some("div_" | "mul_")) && ast::receiver(node).is_some_and(is_grad)

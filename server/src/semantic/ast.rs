@@ -1,5 +1,6 @@
 //! Small, pure questions about tree-sitter-python nodes that every rule asks.
 
+use crate::grammar_ids::FieldChild;
 use tree_sitter::Node;
 
 use crate::grammar_ids;
@@ -214,7 +215,7 @@ pub fn contains(ancestor: Node<'_>, node: Node<'_>) -> bool {
 
 /// The body block of a loop, function, with or if statement.
 pub fn body(node: Node<'_>) -> Option<Node<'_>> {
-    node.child_by_field_name("body").or_else(|| node.child_by_field_name("consequence"))
+    node.field("body").or_else(|| node.field("consequence"))
 }
 
 /// Names bound by an assignment target: `x`, `a, b`, `(a, b)`; attributes give `self.x`.
@@ -235,9 +236,9 @@ pub fn root_identifier(node: Node<'_>) -> Option<Node<'_>> {
     loop {
         current = match current.kind() {
             "identifier" => return Some(current),
-            "attribute" => current.child_by_field_name("object")?,
-            "call" => current.child_by_field_name("function")?,
-            "subscript" => current.child_by_field_name("value")?,
+            "attribute" => current.field("object")?,
+            "call" => current.field("function")?,
+            "subscript" => current.field("value")?,
             "parenthesized_expression" => current.named_child(0)?,
             _ => return None,
         }

@@ -1,5 +1,6 @@
 //! Enclosing context managers and decorators: no_grad, inference_mode, autocast.
 
+use crate::grammar_ids::FieldChild;
 use tree_sitter::Node;
 
 use super::{Model, ast, names};
@@ -13,7 +14,7 @@ impl<'a> Model<'a> {
     pub fn enclosing_with_items(&self, node: Node<'a>) -> Vec<Node<'a>> {
         let mut items = Vec::new();
         for n in self.ancestors(node).take_while(|n| !ast::is_function_boundary(*n)) {
-            if n.kind() == "with_statement" && n.child_by_field_name("body").is_some_and(|b| ast::contains(b, node)) {
+            if n.kind() == "with_statement" && n.field("body").is_some_and(|b| ast::contains(b, node)) {
                 items.extend(with_items(n));
             }
         }
@@ -85,8 +86,8 @@ impl<'a> Model<'a> {
                 // `accelerator.autocast()`, `fabric.autocast()`: a method named autocast on an
                 // object that is not a library module.
                 callee.kind() == "attribute"
-                    && callee.child_by_field_name("attribute").is_some_and(|a| self.node_text(a) == "autocast")
-                    && callee.child_by_field_name("object").is_some_and(|o| self.qualified_name(o).is_none())
+                    && callee.field("attribute").is_some_and(|a| self.node_text(a) == "autocast")
+                    && callee.field("object").is_some_and(|o| self.qualified_name(o).is_none())
             }
             "conditional_expression" => {
                 let mut cursor = expression.walk();
@@ -97,7 +98,7 @@ impl<'a> Model<'a> {
                     return true;
                 }
                 self.assignments_to(self.node_text(expression)).iter().any(|assignment| {
-                    assignment.child_by_field_name("right").is_some_and(|v| self.is_autocast_at_depth(v, depth + 1))
+                    assignment.field("right").is_some_and(|v| self.is_autocast_at_depth(v, depth + 1))
                 })
             }
             "parenthesized_expression" => {
@@ -121,7 +122,7 @@ pub fn with_items(with_statement: Node<'_>) -> Vec<Node<'_>> {
     for clause in with_statement.named_children(&mut cursor).filter(|c| c.kind() == "with_clause") {
         let mut clause_cursor = clause.walk();
         for item in clause.named_children(&mut clause_cursor).filter(|i| i.kind() == "with_item") {
-            let Some(value) = item.child_by_field_name("value") else { continue };
+            let Some(value) = item.field("value") else { continue };
             let expression = if value.kind() == "as_pattern" { value.named_child(0).unwrap_or(value) } else { value };
             items.push(expression);
         }

@@ -8,6 +8,7 @@
 //! `is_available`, `device_count`, `manual_seed_all`, `memory_allocated`, `empty_cache`,
 //! `torch.device("cuda")`, `torch.backends.*` flags and `torch.amp.GradScaler("cuda")` do not.
 
+use crate::grammar_ids::FieldChild;
 use tree_sitter::Node;
 
 use super::{CallTarget, Model, ast, crosses_boundary};
@@ -57,9 +58,8 @@ impl<'a> Model<'a> {
         if DEVICE_WITHOUT_INIT.contains(&qualified.as_str()) {
             return false;
         }
-        let method = (callee.kind() == "attribute")
-            .then(|| callee.child_by_field_name("attribute").map(|a| self.node_text(a)))
-            .flatten();
+        let method =
+            (callee.kind() == "attribute").then(|| callee.field("attribute").map(|a| self.node_text(a))).flatten();
         match method {
             Some("cuda") => return true,
             Some("to") => {
@@ -103,9 +103,10 @@ impl<'a> Model<'a> {
                 self.call_resolves_to(value, &["torch.device"])
                     && ast::positional_args(value).first().is_some_and(|a| self.is_cuda_device(*a, depth))
             }
-            "identifier" if depth < 2 => self.assignments_to(self.node_text(value)).iter().any(|assignment| {
-                assignment.child_by_field_name("right").is_some_and(|r| self.is_cuda_device(r, depth + 1))
-            }),
+            "identifier" if depth < 2 => self
+                .assignments_to(self.node_text(value))
+                .iter()
+                .any(|assignment| assignment.field("right").is_some_and(|r| self.is_cuda_device(r, depth + 1))),
             _ => false,
         }
     }
@@ -178,7 +179,7 @@ impl<'a> Model<'a> {
     }
 
     fn function_initialises_cuda(&self, function: Node<'a>, depth: usize) -> bool {
-        function.child_by_field_name("body").is_some_and(|body| self.initialising_call_in(body, depth).is_some())
+        function.field("body").is_some_and(|body| self.initialising_call_in(body, depth).is_some())
     }
 }
 
@@ -196,26 +197,26 @@ fn is_with_item(call: Node<'_>) -> bool {
 /// `with`'s items.
 fn headers_before(holder: Node<'_>) -> Vec<Node<'_>> {
     match holder.kind() {
-        "if_statement" | "while_statement" => holder.child_by_field_name("condition").into_iter().collect(),
-        "for_statement" => holder.child_by_field_name("right").into_iter().collect(),
+        "if_statement" | "while_statement" => holder.field("condition").into_iter().collect(),
+        "for_statement" => holder.field("right").into_iter().collect(),
         "with_statement" => {
             let mut cursor = holder.walk();
             holder.named_children(&mut cursor).filter(|c| c.kind() == "with_clause").collect()
         }
         "elif_clause" | "else_clause" => {
             let Some(statement) = holder.parent().filter(|p| p.kind() == "if_statement") else { return Vec::new() };
-            let mut headers: Vec<Node<'_>> = statement.child_by_field_name("condition").into_iter().collect();
+            let mut headers: Vec<Node<'_>> = statement.field("condition").into_iter().collect();
             let mut cursor = statement.walk();
             for clause in statement.named_children(&mut cursor) {
                 if clause.id() == holder.id() {
                     break;
                 }
                 if clause.kind() == "elif_clause" {
-                    headers.extend(clause.child_by_field_name("condition"));
+                    headers.extend(clause.field("condition"));
                 }
             }
             if holder.kind() == "elif_clause" {
-                headers.extend(holder.child_by_field_name("condition"));
+                headers.extend(holder.field("condition"));
             }
             headers
         }

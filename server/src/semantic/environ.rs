@@ -3,6 +3,7 @@
 //! `os.putenv(K, v)`, reached through any import (`from os import environ`, `import os as o`).
 //! Only literal names count: a key computed at run time cannot be judged.
 
+use crate::grammar_ids::FieldChild;
 use tree_sitter::Node;
 
 use super::{Model, ast};
@@ -60,14 +61,14 @@ impl<'a> Model<'a> {
     }
 
     fn subscript_setting(&self, assignment: Node<'a>) -> Option<EnvSetting<'a>> {
-        let left = assignment.child_by_field_name("left").filter(|l| l.kind() == "subscript")?;
-        let environ = left.child_by_field_name("value")?;
+        let left = assignment.field("left").filter(|l| l.kind() == "subscript")?;
+        let environ = left.field("value")?;
         if !self.resolves_to(environ, ENVIRON) {
             return None;
         }
-        let key = left.child_by_field_name("subscript")?;
+        let key = left.field("subscript")?;
         let name = self.literal_name(key)?;
-        let value = assignment.child_by_field_name("right").filter(|r| r.kind() != "assignment");
+        let value = assignment.field("right").filter(|r| r.kind() != "assignment");
         Some(EnvSetting { node: assignment, name, name_node: key, value, how: EnvWrite::Subscript })
     }
 
@@ -82,12 +83,10 @@ impl<'a> Model<'a> {
         if self.resolves_to(callee, PUTENV) {
             return pair(EnvWrite::Putenv).into_iter().collect();
         }
-        if callee.kind() != "attribute"
-            || !callee.child_by_field_name("object").is_some_and(|o| self.resolves_to(o, ENVIRON))
-        {
+        if callee.kind() != "attribute" || !callee.field("object").is_some_and(|o| self.resolves_to(o, ENVIRON)) {
             return Vec::new();
         }
-        match callee.child_by_field_name("attribute").map(|a| self.node_text(a)) {
+        match callee.field("attribute").map(|a| self.node_text(a)) {
             Some("setdefault") => pair(EnvWrite::SetDefault).into_iter().collect(),
             Some("update") => self.update_settings(call, &args),
             _ => Vec::new(),
@@ -99,14 +98,14 @@ impl<'a> Model<'a> {
         if let Some(dictionary) = args.first().filter(|a| a.kind() == "dictionary") {
             let mut cursor = dictionary.walk();
             for pair in dictionary.named_children(&mut cursor).filter(|p| p.kind() == "pair") {
-                let Some(key) = pair.child_by_field_name("key") else { continue };
+                let Some(key) = pair.field("key") else { continue };
                 let Some(name) = self.literal_name(key) else { continue };
-                let value = pair.child_by_field_name("value");
+                let value = pair.field("value");
                 settings.push(EnvSetting { node: call, name, name_node: key, value, how: EnvWrite::Update });
             }
         }
         for keyword in ast::keyword_args(call) {
-            let (Some(key), value) = (keyword.child_by_field_name("name"), keyword.child_by_field_name("value")) else {
+            let (Some(key), value) = (keyword.field("name"), keyword.field("value")) else {
                 continue;
             };
             let name = self.node_text(key);
@@ -145,7 +144,7 @@ mod tests {
     fn settings(source: &str) -> Vec<(String, Option<String>, EnvWrite)> {
         let tree = parse(source, None);
         let model = Model::new(source, &tree, LintContext::default());
-        let mut nodes: Vec<_> = model.calls.clone();
+        let mut nodes: Vec<_> = model.calls.to_vec();
         let mut stack = vec![tree.root_node()];
         while let Some(node) = stack.pop() {
             if node.kind() == "assignment" {

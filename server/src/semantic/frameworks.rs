@@ -1,6 +1,7 @@
 //! Framework configuration: who owns the loop, the device placement, the precision and
 //! checkpointing. A setting given from a variable or CLI flag counts as on: the user has the switch.
 
+use crate::grammar_ids::FieldChild;
 use tree_sitter::Node;
 
 use super::{Model, ast};
@@ -162,15 +163,14 @@ fn deepspeed_config_enables_precision(model: &Model<'_>) -> bool {
     let mut cursor = model.tree.walk();
     while let Some(node) = stack.pop() {
         if node.kind() == "pair"
-            && let (Some(key), Some(value)) = (node.child_by_field_name("key"), node.child_by_field_name("value"))
+            && let (Some(key), Some(value)) = (node.field("key"), node.field("value"))
             && matches!(ast::string_value(key, model.text).as_deref(), Some("fp16" | "bf16" | "amp"))
             && value.kind() == "dictionary"
         {
             let mut pairs = value.walk();
             let enabled = value.named_children(&mut pairs).any(|pair| {
-                pair.child_by_field_name("key").and_then(|k| ast::string_value(k, model.text)).as_deref()
-                    == Some("enabled")
-                    && pair.child_by_field_name("value").is_some_and(|v| !ast::is_literal_off(v, model.text))
+                pair.field("key").and_then(|k| ast::string_value(k, model.text)).as_deref() == Some("enabled")
+                    && pair.field("value").is_some_and(|v| !ast::is_literal_off(v, model.text))
             });
             if enabled {
                 return true;

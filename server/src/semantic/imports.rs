@@ -4,6 +4,7 @@
 //! `torch.cuda.amp`; `from .utils import setup` binds `setup` to `.utils.setup`. A name that no
 //! import binds never resolves, so rules cannot match a bare spelling by accident.
 
+use crate::grammar_ids::FieldChild;
 use std::collections::HashMap;
 
 use tree_sitter::Node;
@@ -53,9 +54,7 @@ impl Imports {
                             modules.push(module);
                         }
                         "aliased_import" => {
-                            let (Some(module), Some(alias)) =
-                                (name.child_by_field_name("name"), name.child_by_field_name("alias"))
-                            else {
+                            let (Some(module), Some(alias)) = (name.field("name"), name.field("alias")) else {
                                 continue;
                             };
                             let module = text(module, source).to_owned();
@@ -68,7 +67,7 @@ impl Imports {
                 self.statements.push(ImportStatement { range: node.range(), modules, is_from: false, top_level });
             }
             "import_from_statement" => {
-                let Some(module_node) = node.child_by_field_name("module_name") else { return };
+                let Some(module_node) = node.field("module_name") else { return };
                 let module = text(module_node, source).to_owned();
                 let mut cursor = node.walk();
                 if node.named_children(&mut cursor).any(|c| c.kind() == "wildcard_import") {
@@ -77,8 +76,7 @@ impl Imports {
                 for name in node.children_by_field_name("name", &mut cursor) {
                     let (imported, local) = match name.kind() {
                         "dotted_name" => (text(name, source), text(name, source)),
-                        "aliased_import" => match (name.child_by_field_name("name"), name.child_by_field_name("alias"))
-                        {
+                        "aliased_import" => match (name.field("name"), name.field("alias")) {
                             (Some(n), Some(a)) => (text(n, source), text(a, source)),
                             _ => continue,
                         },
@@ -141,8 +139,8 @@ impl Imports {
         match node.kind() {
             "identifier" => self.binding(text(node, source)).map(|b| b.qualified.clone()),
             "attribute" => {
-                let object = node.child_by_field_name("object")?;
-                let attribute = node.child_by_field_name("attribute")?;
+                let object = node.field("object")?;
+                let attribute = node.field("attribute")?;
                 let mut base = self.qualified_name(object, source)?;
                 base.push('.');
                 base.push_str(text(attribute, source));

@@ -1,5 +1,6 @@
 //! Loops classified as step, epoch or eval loops (see the preamble of RULES.md).
 
+use crate::grammar_ids::FieldChild;
 use tree_sitter::Node;
 
 use super::{Model, ast, names};
@@ -105,9 +106,9 @@ impl<'a> Model<'a> {
         let Some(function) = ast::callee(call) else { return false };
         let target = match function.kind() {
             "attribute" => {
-                let attribute = function.child_by_field_name("attribute").map(|a| self.node_text(a));
+                let attribute = function.field("attribute").map(|a| self.node_text(a));
                 if matches!(attribute, Some("generate" | "forward")) {
-                    function.child_by_field_name("object").unwrap_or(function)
+                    function.field("object").unwrap_or(function)
                 } else {
                     function
                 }
@@ -116,7 +117,7 @@ impl<'a> Model<'a> {
         };
         let name = match target.kind() {
             "identifier" => self.node_text(target),
-            "attribute" => target.child_by_field_name("attribute").map_or("", |a| self.node_text(a)),
+            "attribute" => target.field("attribute").map_or("", |a| self.node_text(a)),
             _ => return false,
         };
         if self.qualified_name(target).is_some() {

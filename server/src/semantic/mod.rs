@@ -13,11 +13,13 @@ mod frameworks;
 pub mod imports;
 mod loops;
 pub mod names;
+mod source_order;
 mod star_imports;
 pub mod summary;
 pub mod training;
 mod walk;
 
+use crate::grammar_ids::FieldChild;
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock, PoisonError};
 
@@ -33,6 +35,7 @@ pub use summary::FunctionSummary;
 pub use walk::WalkCache;
 
 use ast::text;
+use source_order::InSourceOrder;
 
 pub struct Model<'a> {
     pub text: &'a str,
@@ -40,9 +43,9 @@ pub struct Model<'a> {
     pub context: LintContext<'a>,
     pub imports: Imports,
     /// The module's statements, in source order: where [`Model::ancestors`] starts its descent.
-    top_level: Vec<Node<'a>>,
+    top_level: InSourceOrder<'a>,
     /// Every call, in source order.
-    pub calls: Vec<Node<'a>>,
+    pub calls: InSourceOrder<'a>,
     /// For each call (same index): the innermost function, class or lambda around it, and the
     /// innermost loop around it within that scope. Rules ask these of many calls, and walking up
     /// `parent()` links costs a descent from the root each time.
@@ -52,11 +55,11 @@ pub struct Model<'a> {
     call_names: Vec<Option<&'a str>>,
     /// Every `for` and `while` loop, in source order, and (same index) the innermost loop
     /// around it within its scope.
-    loop_nodes: Vec<Node<'a>>,
+    loop_nodes: InSourceOrder<'a>,
     outer_loops: Vec<Option<Node<'a>>>,
     /// Every `with` statement, in source order, and (same index) the innermost function, class or
     /// lambda around it.
-    with_statements: Vec<Node<'a>>,
+    with_statements: InSourceOrder<'a>,
     with_scopes: Vec<Option<Node<'a>>>,
     calls_by_name: HashMap<&'a str, Vec<Node<'a>>>,
     pub functions: Vec<Node<'a>>,
@@ -107,14 +110,14 @@ impl<'a> Model<'a> {
             tree,
             context,
             imports: Imports::default(),
-            top_level: Vec::new(),
-            calls: Vec::new(),
+            top_level: InSourceOrder::default(),
+            calls: InSourceOrder::default(),
             call_scopes: Vec::new(),
             call_loops: Vec::new(),
             call_names: Vec::new(),
-            loop_nodes: Vec::new(),
+            loop_nodes: InSourceOrder::default(),
             outer_loops: Vec::new(),
-            with_statements: Vec::new(),
+            with_statements: InSourceOrder::default(),
             with_scopes: Vec::new(),
             calls_by_name: HashMap::new(),
             functions: Vec::new(),
@@ -189,10 +192,24 @@ impl<'a> Model<'a> {
         ast::statement_of_by(node, |n| self.parent(n))
     }
 
+    /// The smallest node that spans `start..end` ([`Node::descendant_for_byte_range`] of the root,
+    /// faster: that one scans the top-level statements before the range, this one starts from the
+    /// statement a binary search finds).
+    pub fn descendant_for_byte_range(&self, start: usize, end: usize) -> Option<Node<'a>> {
+        let root = self.tree.root_node();
+        // The statement is where the root's descent would go: one that ends past the range's start
+        // (a range at its very end belongs to what follows) and no earlier than the range's end.
+        let statement = self
+            .top_level
+            .last_starting_by(start)
+            .filter(|s| start < s.end_byte() && end <= s.end_byte())
+            .unwrap_or(root);
+        statement.descendant_for_byte_range(start, end)
+    }
+
     /// The top-level statement that holds `node` (or is it), found by a binary search.
     fn statement_holding(&self, node: Node<'a>) -> Option<Node<'a>> {
-        let at = self.top_level.partition_point(|s| s.start_byte() <= node.start_byte());
-        at.checked_sub(1).map(|i| self.top_level[i]).filter(|s| ast::contains(*s, node))
+        self.top_level.last_starting_by(node.start_byte()).filter(|s| ast::contains(*s, node))
     }
 
     /// The ancestors as `Node::parent` finds them, for a node the descent cannot place.
@@ -206,7 +223,7 @@ impl<'a> Model<'a> {
     }
 
     fn call_index(&self, call: Node<'_>) -> Option<usize> {
-        position_in_source_order(&self.calls, call)
+        self.calls.position(call)
     }
 
     /// The model's own handle on a call node of its tree.
@@ -242,7 +259,7 @@ impl<'a> Model<'a> {
 
     /// Where a loop node is in `loop_nodes` (and in the classified loops, which follow it).
     fn loop_index(&self, loop_node: Node<'_>) -> Option<usize> {
-        position_in_source_order(&self.loop_nodes, loop_node)
+        self.loop_nodes.position(loop_node)
     }
 
     /// Every `for` and `while` loop, in source order.
@@ -322,10 +339,10 @@ impl<'a> Model<'a> {
                 self.local_function(name).map_or_else(|| self.resolve_star_imported(name), CallTarget::Local)
             }
             "attribute" => {
-                let object = function.child_by_field_name("object");
+                let object = function.field("object");
                 // `self.helper()` inside a class: a method of the same class.
                 if object.is_some_and(|o| text(o, source) == "self")
-                    && let Some(name) = function.child_by_field_name("attribute").map(|a| text(a, source))
+                    && let Some(name) = function.field("attribute").map(|a| text(a, source))
                     && let Some(class) = self.enclosing_function(call).and_then(|f| self.method_class(f))
                 {
                     return self
@@ -412,11 +429,7 @@ impl<'a> Model<'a> {
 
     /// The indices in `loop_nodes` of the loops inside `node` (the node itself included).
     fn loop_indices_within(&self, node: Node<'_>) -> impl Iterator<Item = usize> + '_ {
-        let (start, end) = (node.start_byte(), node.end_byte());
-        let first = self.loop_nodes.partition_point(|l| l.start_byte() < start);
-        (first..self.loop_nodes.len())
-            .take_while(move |i| self.loop_nodes[*i].start_byte() <= end)
-            .filter(move |i| self.loop_nodes[*i].end_byte() <= end)
+        self.loop_nodes.indices_within(node)
     }
 
     /// Whether `function` calls `.backward()` in its own body outside any loop: it runs one
@@ -436,7 +449,7 @@ impl<'a> Model<'a> {
 
     /// Indices into `calls` of the calls inside `node` (the node itself included).
     fn call_indices_within(&self, node: Node<'_>) -> impl Iterator<Item = usize> + '_ {
-        indices_within(&self.calls, node)
+        self.calls.indices_within(node)
     }
 
     /// Calls inside `node` (the node itself included), in source order.
@@ -454,19 +467,11 @@ impl<'a> Model<'a> {
     /// `with` statements inside `node` (the node itself included) but not inside a nested
     /// function, class or lambda, in source order.
     pub fn own_with_statements_within(&self, node: Node<'a>) -> impl Iterator<Item = Node<'a>> + '_ {
-        indices_within(&self.with_statements, node)
+        self.with_statements
+            .indices_within(node)
             .filter(move |i| !scope_lies_within(self.with_scopes[*i], node))
             .map(|i| self.with_statements[i])
     }
-}
-
-/// Indices into `nodes`, which are in source order and never overlap without nesting, of those
-/// inside `node` (the node itself included): a binary search to the first, then a scan while they
-/// start inside it.
-fn indices_within<'n>(nodes: &'n [Node<'_>], node: Node<'_>) -> impl Iterator<Item = usize> + 'n {
-    let (start, end) = (node.start_byte(), node.end_byte());
-    let first = nodes.partition_point(|c| c.start_byte() < start);
-    (first..nodes.len()).take_while(move |i| nodes[*i].start_byte() < end).filter(move |i| nodes[*i].end_byte() <= end)
 }
 
 /// A model's caches hold answers, never half-made state, so one left by a panicking thread is
@@ -479,15 +484,6 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// that names neither, on every keystroke, so it compares in place rather than lowercasing a copy.
 fn names_cuda(text: &str) -> bool {
     text.as_bytes().windows(4).any(|w| w.eq_ignore_ascii_case(b"cuda") || w.eq_ignore_ascii_case(b"nccl"))
-}
-
-/// The index of `node` in `nodes`, which are in source order: a binary search by start byte, then
-/// the node itself among those that start there (a call and its callee call can share a start).
-fn position_in_source_order(nodes: &[Node<'_>], node: Node<'_>) -> Option<usize> {
-    let first = nodes.partition_point(|n| n.start_byte() < node.start_byte());
-    (first..nodes.len())
-        .take_while(|i| nodes[*i].start_byte() == node.start_byte())
-        .find(|i| nodes[*i].id() == node.id())
 }
 
 /// Whether `scope`, the innermost boundary around a node inside `top`, lies between that node and
@@ -518,13 +514,13 @@ impl<'a> Model<'a> {
     pub fn is_visible_at(&self, name: &str, at: Node<'a>) -> bool {
         let function = self.enclosing_function(at);
         if let Some(function) = function
-            && let Some(parameters) = function.child_by_field_name("parameters")
+            && let Some(parameters) = function.field("parameters")
         {
             let mut cursor = parameters.walk();
             let is_parameter = parameters.named_children(&mut cursor).any(|p| {
                 let name_node = match p.kind() {
                     "identifier" => Some(p),
-                    _ => p.child_by_field_name("name").or_else(|| p.named_child(0)),
+                    _ => p.field("name").or_else(|| p.named_child(0)),
                 };
                 name_node.is_some_and(|n| n.kind() == "identifier" && self.node_text(n) == name)
             });
@@ -573,7 +569,8 @@ mod tests {
     }
 
     /// The descent from the top-level statement finds the parent and the ancestors that
-    /// `Node::parent` finds, for every node of every fixture and example.
+    /// `Node::parent` finds, and the smallest node around a range that the root's descent finds,
+    /// for every node of every fixture and example.
     #[test]
     fn ancestors_are_the_parent_chain() {
         for path in crate::test_support::python_files() {
@@ -586,6 +583,15 @@ mod tests {
                 let expected: Vec<Node<'_>> = std::iter::successors(node.parent(), Node::parent).collect();
                 assert_eq!(model.ancestors(node).collect::<Vec<_>>(), expected, "{} at {:?}", path.display(), node);
                 assert_eq!(model.parent(node), node.parent(), "{} at {:?}", path.display(), node);
+                for (start, end) in [(node.start_byte(), node.end_byte()), (node.start_byte(), node.start_byte())] {
+                    let expected = tree.root_node().descendant_for_byte_range(start, end);
+                    assert_eq!(
+                        model.descendant_for_byte_range(start, end),
+                        expected,
+                        "{} at {start}..{end}",
+                        path.display()
+                    );
+                }
                 let function = expected.iter().copied().find(|n| n.kind() == "function_definition");
                 assert_eq!(model.enclosing_function(node), function);
                 stack.extend(node.children(&mut cursor));

@@ -1,6 +1,7 @@
 //! What a function does, as far as the rules care: the unit of cross-function and cross-file
 //! knowledge.
 
+use crate::grammar_ids::FieldChild;
 use serde::{Deserialize, Serialize};
 use tree_sitter::Node;
 
@@ -45,7 +46,7 @@ pub(super) fn own_summary<'a>(model: &Model<'a>, function: Node<'a>) -> (Functio
         ..FunctionSummary::default()
     };
     let mut callees = Vec::new();
-    let Some(body) = function.child_by_field_name("body") else { return (summary, callees) };
+    let Some(body) = function.field("body") else { return (summary, callees) };
     summary.runs_one_step = model.runs_one_step(function);
     for call in model.own_calls_within(body) {
         let name = ast::callee_name(call, model.text).unwrap_or_default();

@@ -1,6 +1,7 @@
 //! Facts about one training step that several rules share: what a backward call
 //! differentiates, which optimizer a `step()` call steps, and which models an optimizer updates.
 
+use crate::grammar_ids::FieldChild;
 use tree_sitter::Node;
 
 use super::{Model, ast};
@@ -69,7 +70,7 @@ impl<'a> Model<'a> {
 
     /// Whether an assignment's value is an optimizer constructor call: `torch.optim.AdamW(...)`.
     pub fn assigns_new_optimizer(&self, assignment: Node<'_>) -> bool {
-        assignment.child_by_field_name("right").filter(|r| r.kind() == "call").is_some_and(|r| {
+        assignment.field("right").filter(|r| r.kind() == "call").is_some_and(|r| {
             self.call_qualified_name(r).is_some_and(|q| {
                 OPTIMIZER_MODULES.iter().any(|m| q.starts_with(m)) && !NOT_OPTIMIZERS.iter().any(|n| q.contains(n))
             })
@@ -85,7 +86,7 @@ impl<'a> Model<'a> {
         last_segment(text).to_ascii_lowercase().contains("scaler")
             || self.assignments_to(text).iter().any(|assignment| {
                 assignment
-                    .child_by_field_name("right")
+                    .field("right")
                     .filter(|r| r.kind() == "call")
                     .and_then(|r| self.call_qualified_name(r))
                     .is_some_and(|q| q.ends_with("GradScaler"))
@@ -98,7 +99,7 @@ impl<'a> Model<'a> {
     pub fn optimizer_models(&self, optimizer: &str) -> Vec<&'a str> {
         let mut models = Vec::new();
         for assignment in self.assignments_to(optimizer) {
-            let Some(right) = assignment.child_by_field_name("right") else { continue };
+            let Some(right) = assignment.field("right") else { continue };
             for call in self.calls_within(right) {
                 if matches!(self.callee_name(call), Some("parameters" | "named_parameters"))
                     && let Some(owner) = ast::receiver(call)
@@ -161,7 +162,7 @@ fn is_field_name(identifier: Node<'_>) -> bool {
         "keyword_argument" => "name",
         _ => return false,
     };
-    parent.child_by_field_name(field).is_some_and(|f| f.id() == identifier.id())
+    parent.field(field).is_some_and(|f| f.id() == identifier.id())
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 //! placed in the new tree by [`crate::tree_reuse`], as [`crate::candidates`] does for query
 //! matches.
 
+use crate::grammar_ids::FieldChild;
 use tree_sitter::Node;
 
 use super::{Model, ast, names_cuda};
@@ -75,7 +76,8 @@ impl<'a> Model<'a> {
             self.mentions_cuda = self.walk_subtree(root, None);
             return;
         };
-        for statement in self.top_level.clone() {
+        let mut statements = root.walk();
+        for statement in root.children(&mut statements) {
             let mentions_cuda = if let Some((walked, placer)) = memory.recall(statement) {
                 self.replay(&walked, &placer);
                 walked.mentions_cuda
@@ -197,9 +199,7 @@ impl<'a> Model<'a> {
         match noted {
             Noted::Call { .. } => ast::callee_name(node, source).into_iter().collect(),
             Noted::Function => ast::function_name(node, source).into_iter().collect(),
-            Noted::Assignment => {
-                node.child_by_field_name("left").map(|left| ast::target_names(left, source)).unwrap_or_default()
-            }
+            Noted::Assignment => node.field("left").map(|left| ast::target_names(left, source)).unwrap_or_default(),
             Noted::Import | Noted::Class | Noted::Loop { .. } | Noted::With { .. } => Vec::new(),
         }
     }
