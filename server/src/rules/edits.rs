@@ -43,19 +43,22 @@ pub fn is_only_statement<'a>(model: &Model<'a>, statement: Node<'a>) -> bool {
 /// in which case the comment stays there.
 pub fn take_statement<'a>(model: &Model<'a>, statement: Node<'a>) -> Option<(Edit, String)> {
     let text = model.text;
-    let removal = delete_statement(model, statement)?;
-    let moved = if is_only_statement(model, statement) {
-        text[statement.byte_range()].to_owned()
-    } else {
-        statement_line_text(text, statement)?.to_owned()
-    };
+    let only = is_only_statement(model, statement);
+    let removal = deletion(text, statement, only)?;
+    let moved =
+        if only { text[statement.byte_range()].to_owned() } else { statement_line_text(text, statement)?.to_owned() };
     Some((removal, moved))
 }
 
 /// Delete a statement's lines. A statement alone in its block becomes `pass` so the block stays valid.
 pub fn delete_statement<'a>(model: &Model<'a>, statement: Node<'a>) -> Option<Edit> {
-    let lines = own_lines(model.text, statement)?;
-    if is_only_statement(model, statement) {
+    deletion(model.text, statement, is_only_statement(model, statement))
+}
+
+/// [`delete_statement`] once it is known whether the statement is `only` one in its block.
+fn deletion(text: &str, statement: Node<'_>, only: bool) -> Option<Edit> {
+    let lines = own_lines(text, statement)?;
+    if only {
         return Some(Edit::replacement(TextRange::of(statement), "pass"));
     }
     Some(Edit::deletion(lines))

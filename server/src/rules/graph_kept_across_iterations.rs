@@ -287,8 +287,8 @@ fn returned_values(function: Node<'_>) -> Vec<Node<'_>> {
 
 /// `loss` in `loss.backward()` (or `scaler.scale(loss).backward()`) in the step body.
 fn is_backward_subject(model: &Model<'_>, scope: Node<'_>, name: &str) -> bool {
-    model.calls_named("backward").iter().filter(|c| ast::contains(scope, **c)).any(|c| {
-        model.backward_subject(*c).and_then(ast::root_identifier).is_some_and(|root| model.node_text(root) == name)
+    model.calls_named_within("backward", scope).any(|c| {
+        model.backward_subject(c).and_then(ast::root_identifier).is_some_and(|root| model.node_text(root) == name)
     })
 }
 
@@ -309,12 +309,11 @@ fn accumulator_is_backpropagated<'a>(model: &Model<'a>, scope: Node<'a>, accumul
     let name = model.node_text(accumulator);
     let function = model.enclosing_function(scope).unwrap_or_else(|| model.tree.root_node());
     let uses_graph = model
-        .calls_named("backward")
-        .iter()
-        .chain(model.calls_named("grad").iter().filter(|c| model.call_resolves_to(**c, &["torch.autograd.grad"])))
-        .chain(model.calls_named("manual_backward"))
-        .copied()
-        .filter(|c| ast::contains(function, *c));
+        .calls_named_within("backward", function)
+        .chain(
+            model.calls_named_within("grad", function).filter(|c| model.call_resolves_to(*c, &["torch.autograd.grad"])),
+        )
+        .chain(model.calls_named_within("manual_backward", function));
     for call in uses_graph {
         let subject = model.backward_subject(call).or_else(|| ast::positional_args(call).first().copied());
         let Some(subject) = subject else { continue };

@@ -136,10 +136,13 @@ fn file_uses_reduced_precision<'a>(model: &Model<'a>) -> bool {
     // By callee name first: reading keyword arguments of every call in a large file costs more
     // than the rest of this rule.
     let moved_to_16_bit = model.calls_named("to").iter().any(|call| {
-        ast::positional_args(*call).iter().chain(dtype(*call).iter()).any(|a| {
-            let text = model.node_text(*a);
-            text.contains("float16") || text.contains("bfloat16") || text.contains("torch.half")
-        })
+        // Each of the names looked for holds "16" or "half": most calls are turned away by their text.
+        let text = model.node_text(*call);
+        (text.contains("16") || text.contains("half"))
+            && ast::positional_args(*call).iter().chain(dtype(*call).iter()).any(|a| {
+                let text = model.node_text(*a);
+                text.contains("float16") || text.contains("bfloat16") || text.contains("torch.half")
+            })
     });
     moved_to_16_bit
         || ["from_pretrained", "from_config", "create_model"]

@@ -235,9 +235,8 @@ fn is_eval_loop<'a>(model: &Model<'a>, node: Node<'a>) -> bool {
     }
     // `model.eval()` earlier in the same function (or at module level, earlier in the file).
     let scope_start = function.map_or(0, |f| f.start_byte());
-    model.calls_named("eval").iter().any(|call| {
-        call.start_byte() >= scope_start
-            && ast::precedes(*call, node)
+    model.calls_named_starting_in("eval", scope_start, node.start_byte()).iter().any(|call| {
+        ast::precedes(*call, node)
             && model.enclosing_function(*call).map(|f| f.id()) == function.map(|f| f.id())
             && ast::positional_args(*call).is_empty()
             && ast::receiver(*call).is_some()
@@ -247,9 +246,8 @@ fn is_eval_loop<'a>(model: &Model<'a>, node: Node<'a>) -> bool {
 
 /// `model.eval()` followed by `model.train()` before the loop: the loop trains again.
 fn is_train_switched_back<'a>(model: &Model<'a>, eval_call: Node<'_>, loop_node: Node<'a>) -> bool {
-    model.calls_named("train").iter().any(|t| {
-        ast::precedes(eval_call, *t)
-            && ast::precedes(*t, loop_node)
+    model.calls_named_starting_in("train", eval_call.end_byte(), loop_node.start_byte()).iter().any(|t| {
+        ast::precedes(*t, loop_node)
             && model.enclosing_function(*t).map(|f| f.id()) == model.enclosing_function(loop_node).map(|f| f.id())
     })
 }

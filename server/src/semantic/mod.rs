@@ -61,7 +61,7 @@ pub struct Model<'a> {
     /// lambda around it.
     with_statements: InSourceOrder<'a>,
     with_scopes: Vec<Option<Node<'a>>>,
-    calls_by_name: HashMap<&'a str, Vec<Node<'a>>>,
+    calls_by_name: HashMap<&'a str, InSourceOrder<'a>>,
     pub functions: Vec<Node<'a>>,
     functions_by_name: HashMap<&'a str, Vec<Node<'a>>>,
     pub classes: Vec<Node<'a>>,
@@ -273,7 +273,19 @@ impl<'a> Model<'a> {
 
     /// Calls whose callee's final name is `name` (`backward` finds `loss.backward()`).
     pub fn calls_named(&self, name: &str) -> &[Node<'a>] {
-        self.calls_by_name.get(name).map_or(&[], Vec::as_slice)
+        self.calls_by_name.get(name).map_or(&[], |calls| calls)
+    }
+
+    /// The calls with callee name `name` inside `node` (the node itself included), in source order.
+    pub fn calls_named_within(&self, name: &str, node: Node<'_>) -> impl Iterator<Item = Node<'a>> + '_ {
+        let end = node.end_byte();
+        let starting = self.calls_by_name.get(name).map_or(&[][..], |calls| calls.starting_in(node.start_byte(), end));
+        starting.iter().copied().filter(move |call| call.end_byte() <= end)
+    }
+
+    /// The calls with callee name `name` that start in `start..end`, in source order.
+    pub fn calls_named_starting_in(&self, name: &str, start: usize, end: usize) -> &[Node<'a>] {
+        self.calls_by_name.get(name).map_or(&[], |calls| calls.starting_in(start, end))
     }
 
     /// Calls whose callee resolves to one of `qualified` names.

@@ -43,6 +43,13 @@ impl<'a> InSourceOrder<'a> {
             .filter(move |i| self.nodes[*i].end_byte() <= end)
     }
 
+    /// The nodes that start in `start..end`.
+    pub fn starting_in(&self, start: usize, end: usize) -> &[Node<'a>] {
+        let from = self.starts.partition_point(|s| *s < start);
+        let to = self.starts.partition_point(|s| *s < end).max(from);
+        &self.nodes[from..to]
+    }
+
     /// The last node that starts at or before `byte`.
     pub fn last_starting_by(&self, byte: usize) -> Option<Node<'a>> {
         let after = self.starts.partition_point(|s| *s <= byte);
@@ -63,5 +70,14 @@ impl<'a> FromIterator<Node<'a>> for InSourceOrder<'a> {
         let mut list = Self::default();
         nodes.into_iter().for_each(|node| list.push(node));
         list
+    }
+}
+
+impl<'s, 'a> IntoIterator for &'s InSourceOrder<'a> {
+    type Item = &'s Node<'a>;
+    type IntoIter = std::slice::Iter<'s, Node<'a>>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.nodes.iter()
     }
 }

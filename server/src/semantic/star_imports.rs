@@ -13,7 +13,8 @@ impl<'a> Model<'a> {
     /// last star import that can provide the name wins, as in Python.
     pub(super) fn resolve_star_imported(&self, name: &str) -> CallTarget<'a> {
         let mut target = CallTarget::Dynamic;
-        if is_builtin(name) {
+        // Most files star-import nothing; the built-ins are then not worth looking through.
+        if self.imports.wildcard_modules.is_empty() || is_builtin(name) {
             return target;
         }
         for module in &self.imports.wildcard_modules {

@@ -249,17 +249,20 @@ mod tests {
     use crate::lint::LintContext;
     use crate::parse::parse;
 
+    fn ranges(nodes: &[Node<'_>]) -> String {
+        format!("{:?}", nodes.iter().map(Node::byte_range).collect::<Vec<_>>())
+    }
+
     /// Everything the walk gives the model, as plain data.
     fn noted(model: &Model<'_>) -> Vec<String> {
-        let ranges = |nodes: &[Node<'_>]| format!("{:?}", nodes.iter().map(Node::byte_range).collect::<Vec<_>>());
         let maybe = |nodes: &[Option<Node<'_>>]| {
             format!("{:?}", nodes.iter().map(|n| n.map(|n| n.byte_range())).collect::<Vec<_>>())
         };
-        let by_name = |map: &HashMap<&str, Vec<Node<'_>>>| {
+        fn by_name<'a, N: std::ops::Deref<Target = [Node<'a>]>>(map: &HashMap<&str, N>) -> String {
             let mut names: Vec<_> = map.iter().map(|(name, nodes)| format!("{name}: {}", ranges(nodes))).collect();
             names.sort();
             names.join("; ")
-        };
+        }
         vec![
             ranges(&model.calls),
             maybe(&model.call_scopes),
