@@ -219,7 +219,18 @@ impl<'a> Model<'a> {
 
     /// The innermost function definition around `node` ([`ast::enclosing_function`], faster).
     pub fn enclosing_function(&self, node: Node<'a>) -> Option<Node<'a>> {
-        self.ancestors(node).find(|n| n.kind() == "function_definition")
+        // A call knows the innermost function, class or lambda around it from the walk: when that
+        // is a function, or there is none, no walk up is needed.
+        if crate::grammar_ids::CALL.contains(node)
+            && let Some(i) = self.call_index(node)
+        {
+            match self.call_scopes[i] {
+                None => return None,
+                Some(scope) if crate::grammar_ids::FUNCTION.contains(scope) => return Some(scope),
+                Some(_) => {}
+            }
+        }
+        self.ancestors(node).find(|n| crate::grammar_ids::FUNCTION.contains(*n))
     }
 
     fn call_index(&self, call: Node<'_>) -> Option<usize> {
