@@ -3,6 +3,8 @@
 //! Related information, code descriptions and tags are always sent: the protocol lets clients
 //! ignore fields they do not support, and every client that matters supports them.
 
+use std::sync::LazyLock;
+
 use serde::{Deserialize, Serialize};
 use tower_lsp_server::ls_types::{
     self as lsp, CodeDescription, DiagnosticRelatedInformation, DiagnosticTag, Location, NumberOrString, Uri,
@@ -31,8 +33,14 @@ pub fn rule_url(code: &str) -> Option<Uri> {
     format!("{RULE_DOCS_BASE_URL}{code}.md").parse().ok()
 }
 
+/// Each rule's page, parsed once: a large file's diagnostics would parse the same few URLs
+/// hundreds of times on every keystroke.
+static RULE_URLS: LazyLock<Vec<Option<Uri>>> =
+    LazyLock::new(|| crate::rules::RULES.iter().map(|rule| rule_url(rule.code)).collect());
+
 pub fn to_lsp(diagnostic: &Diagnostic, mapper: &PositionMapper<'_>, uri: &Uri, version: i32) -> lsp::Diagnostic {
-    let is_rule = crate::rules::by_code(&diagnostic.code).is_some();
+    let rule_page =
+        crate::rules::by_code(&diagnostic.code).and_then(|rule| RULE_URLS[crate::rules::index_of(rule)].clone());
     let related: Vec<DiagnosticRelatedInformation> = diagnostic
         .related
         .iter()
@@ -46,7 +54,7 @@ pub fn to_lsp(diagnostic: &Diagnostic, mapper: &PositionMapper<'_>, uri: &Uri, v
         range: mapper.range(diagnostic.range),
         severity: Some(severity(diagnostic.severity)),
         code: Some(NumberOrString::String(diagnostic.code.clone())),
-        code_description: is_rule.then(|| rule_url(&diagnostic.code)).flatten().map(|href| CodeDescription { href }),
+        code_description: rule_page.map(|href| CodeDescription { href }),
         source: Some(SOURCE.to_owned()),
         message: diagnostic.message.clone(),
         related_information: (!related.is_empty()).then_some(related),
