@@ -3,7 +3,6 @@
 //! function into further modules, and on a large project that reads most of it for the few
 //! functions a lint run asks about.
 
-use crate::grammar_ids::FieldChild;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Mutex, PoisonError};
@@ -11,6 +10,7 @@ use std::sync::{Mutex, PoisonError};
 use tree_sitter::{Node, Tree};
 
 use super::ProjectIndex;
+use crate::grammar_ids::FieldChild;
 use crate::lint::LintContext;
 use crate::parse::parse;
 use crate::semantic::imports::Imports;

@@ -1,12 +1,12 @@
 //! CUL203 alloc-conf-after-cuda-init.
 
-use crate::grammar_ids::FieldChild;
 use tree_sitter::Node;
 
 use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
 use crate::cuda_env::alloc_conf;
 use crate::diagnostic::Severity;
 use crate::fix::{Applicability, Edit, Fix};
+use crate::grammar_ids::FieldChild;
 use crate::lint::Checker;
 use crate::semantic::environ::EnvSetting;
 use crate::semantic::{Model, ast};

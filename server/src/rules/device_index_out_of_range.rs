@@ -1,10 +1,10 @@
 //! CUL801 device-index-out-of-range.
 
-use crate::grammar_ids::FieldChild;
 use tree_sitter::Node;
 
 use super::{Candidate, FixAvailability, Prefilter, Rule};
 use crate::diagnostic::Severity;
+use crate::grammar_ids::FieldChild;
 use crate::lint::Checker;
 use crate::semantic::{Model, ast, names};
 

@@ -1,10 +1,10 @@
 //! Building blocks for fixes that move, insert and wrap statements without breaking the file:
 //! they keep the file's line endings and indentation, and refuse shapes they cannot edit safely.
 
-use crate::grammar_ids::FieldChild;
 use tree_sitter::Node;
 
 use crate::fix::Edit;
+use crate::grammar_ids::FieldChild;
 use crate::semantic::{Model, ast};
 use crate::text::{TextRange, indentation_at, line_ending};
 

@@ -1,11 +1,11 @@
 //! CUL402 eval-without-no-grad.
 
-use crate::grammar_ids::FieldChild;
 use tree_sitter::Node;
 
 use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
 use crate::diagnostic::Severity;
 use crate::fix::{Edit, Fix};
+use crate::grammar_ids::FieldChild;
 use crate::lint::Checker;
 use crate::prefilter::{self, Enclosing};
 use crate::semantic::{Model, ast, is_eval_function_name};

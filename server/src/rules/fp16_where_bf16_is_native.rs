@@ -1,11 +1,11 @@
 //! CUL802 fp16-where-bf16-is-native.
 
-use crate::grammar_ids::FieldChild;
 use tree_sitter::Node;
 
 use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
 use crate::diagnostic::Severity;
 use crate::fix::{Edit, Fix};
+use crate::grammar_ids::FieldChild;
 use crate::lint::Checker;
 use crate::semantic::{Model, ast, names};
 use crate::text::TextRange;

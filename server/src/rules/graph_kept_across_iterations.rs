@@ -1,11 +1,11 @@
 //! CUL401 graph-kept-across-iterations.
 
-use crate::grammar_ids::FieldChild;
 use tree_sitter::Node;
 
 use super::{Candidate, FixAvailability, Prefilter, Rule};
 use crate::diagnostic::Severity;
 use crate::fix::{Edit, Fix};
+use crate::grammar_ids::FieldChild;
 use crate::lint::Checker;
 use crate::prefilter::STEP_TOKENS;
 use crate::semantic::training::mentions;

@@ -1,11 +1,11 @@
 //! CUL302 missing-autocast.
 
-use crate::grammar_ids::FieldChild;
 use tree_sitter::Node;
 
 use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
 use crate::diagnostic::Severity;
 use crate::fix::{Edit, Fix};
+use crate::grammar_ids::FieldChild;
 use crate::lint::Checker;
 use crate::semantic::{CallTarget, LoopInfo, Model, ast, contexts_with_items};
 use crate::text::{TextRange, indentation_at, line_ending};

@@ -1,6 +1,5 @@
 //! CUL301 missing-gradient-checkpointing.
 
-use crate::grammar_ids::FieldChild;
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -9,6 +8,7 @@ use tree_sitter::Node;
 use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
 use crate::diagnostic::Severity;
 use crate::fix::{Edit, Fix};
+use crate::grammar_ids::FieldChild;
 use crate::lint::Checker;
 use crate::semantic::{CallTarget, Model, ast, names};
 use crate::text::{TextRange, indentation_at};

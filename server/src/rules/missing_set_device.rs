@@ -1,11 +1,11 @@
 //! CUL101 missing-set-device.
 
-use crate::grammar_ids::FieldChild;
 use tree_sitter::Node;
 
 use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
 use crate::diagnostic::Severity;
 use crate::fix::{Applicability, Fix};
+use crate::grammar_ids::FieldChild;
 use crate::lint::Checker;
 use crate::semantic::{CallTarget, Model, ast, names};
 use crate::text::{TextRange, indentation_at};

@@ -1,11 +1,11 @@
 //! CUL501 missing-zero-grad.
 
-use crate::grammar_ids::FieldChild;
 use tree_sitter::Node;
 
 use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
 use crate::diagnostic::Severity;
 use crate::fix::Fix;
+use crate::grammar_ids::FieldChild;
 use crate::lint::Checker;
 use crate::prefilter::STEP_TOKENS;
 use crate::semantic::training::{mentions, same_or_nested};

@@ -1,6 +1,5 @@
 //! CUL803 model-exceeds-gpu-memory.
 
-use crate::grammar_ids::FieldChild;
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -9,6 +8,7 @@ use tree_sitter::Node;
 
 use super::{Candidate, FixAvailability, Prefilter, Rule};
 use crate::diagnostic::Severity;
+use crate::grammar_ids::FieldChild;
 use crate::lint::Checker;
 use crate::probe::format::bytes;
 use crate::semantic::{Model, ast};

@@ -1,10 +1,10 @@
 //! CUL404 retain-graph-in-loop.
 
-use crate::grammar_ids::FieldChild;
 use tree_sitter::Node;
 
 use super::{Candidate, FixAvailability, Prefilter, Rule};
 use crate::diagnostic::Severity;
+use crate::grammar_ids::FieldChild;
 use crate::lint::Checker;
 use crate::semantic::training::mentions;
 use crate::semantic::{CallTarget, Model, ast};

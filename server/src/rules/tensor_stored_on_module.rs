@@ -1,6 +1,5 @@
 //! CUL403 tensor-stored-on-module.
 
-use crate::grammar_ids::FieldChild;
 use std::cell::Cell;
 
 use tree_sitter::Node;
@@ -8,6 +7,7 @@ use tree_sitter::Node;
 use super::{Candidate, FixAvailability, Prefilter, Rule};
 use crate::diagnostic::Severity;
 use crate::fix::{Edit, Fix};
+use crate::grammar_ids::FieldChild;
 use crate::lint::Checker;
 use crate::prefilter::{self, Enclosing};
 use crate::semantic::{CallTarget, Model, ast};

@@ -1,11 +1,11 @@
 //! CUL102 torch-load-to-saved-device.
 
-use crate::grammar_ids::FieldChild;
 use tree_sitter::Node;
 
 use super::{Candidate, FixAvailability, Prefilter, Rule};
 use crate::diagnostic::Severity;
 use crate::fix::{Applicability, Edit, Fix};
+use crate::grammar_ids::FieldChild;
 use crate::lint::Checker;
 use crate::prefilter;
 use crate::semantic::{Model, ast, names};

@@ -1,6 +1,5 @@
 //! CUL502 unscaled-gradient-accumulation.
 
-use crate::grammar_ids::FieldChild;
 use std::collections::HashSet;
 
 use tree_sitter::Node;
@@ -8,6 +7,7 @@ use tree_sitter::Node;
 use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
 use crate::diagnostic::Severity;
 use crate::fix::Fix;
+use crate::grammar_ids::FieldChild;
 use crate::lint::Checker;
 use crate::semantic::training::mentions;
 use crate::semantic::{CallTarget, Model, ast};

@@ -1,9 +1,8 @@
 //! Small, pure questions about tree-sitter-python nodes that every rule asks.
 
-use crate::grammar_ids::FieldChild;
 use tree_sitter::Node;
 
-use crate::grammar_ids;
+use crate::grammar_ids::{self, FieldChild};
 
 pub fn text<'a>(node: Node<'_>, source: &'a str) -> &'a str {
     &source[node.byte_range()]

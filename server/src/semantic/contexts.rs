@@ -1,9 +1,9 @@
 //! Enclosing context managers and decorators: no_grad, inference_mode, autocast.
 
-use crate::grammar_ids::FieldChild;
 use tree_sitter::Node;
 
 use super::{Model, ast, names};
+use crate::grammar_ids::FieldChild;
 
 /// How deep "every call site is under no_grad" is followed before giving up.
 const CALL_SITE_DEPTH: usize = 3;

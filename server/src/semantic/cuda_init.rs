@@ -8,10 +8,10 @@
 //! `is_available`, `device_count`, `manual_seed_all`, `memory_allocated`, `empty_cache`,
 //! `torch.device("cuda")`, `torch.backends.*` flags and `torch.amp.GradScaler("cuda")` do not.
 
-use crate::grammar_ids::FieldChild;
 use tree_sitter::Node;
 
 use super::{CallTarget, Model, ast, crosses_boundary};
+use crate::grammar_ids::FieldChild;
 
 /// `torch.cuda` functions that create the CUDA context.
 const INITIALISING_FUNCTIONS: &[&str] = &[

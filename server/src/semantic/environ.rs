@@ -3,10 +3,10 @@
 //! `os.putenv(K, v)`, reached through any import (`from os import environ`, `import os as o`).
 //! Only literal names count: a key computed at run time cannot be judged.
 
-use crate::grammar_ids::FieldChild;
 use tree_sitter::Node;
 
 use super::{Model, ast};
+use crate::grammar_ids::FieldChild;
 
 /// How a variable is set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,10 +1,10 @@
 //! Framework configuration: who owns the loop, the device placement, the precision and
 //! checkpointing. A setting given from a variable or CLI flag counts as on: the user has the switch.
 
-use crate::grammar_ids::FieldChild;
 use tree_sitter::Node;
 
 use super::{Model, ast};
+use crate::grammar_ids::FieldChild;
 
 #[derive(Clone, Debug, Default)]
 pub struct Frameworks {

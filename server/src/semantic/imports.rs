@@ -4,12 +4,12 @@
 //! `torch.cuda.amp`; `from .utils import setup` binds `setup` to `.utils.setup`. A name that no
 //! import binds never resolves, so rules cannot match a bare spelling by accident.
 
-use crate::grammar_ids::FieldChild;
 use std::collections::HashMap;
 
 use tree_sitter::Node;
 
 use super::ast::text;
+use crate::grammar_ids::FieldChild;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Binding {

@@ -1,9 +1,9 @@
 //! Loops classified as step, epoch or eval loops (see the preamble of RULES.md).
 
-use crate::grammar_ids::FieldChild;
 use tree_sitter::Node;
 
 use super::{Model, ast, names};
+use crate::grammar_ids::FieldChild;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LoopKind {

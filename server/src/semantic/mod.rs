@@ -19,12 +19,12 @@ pub mod summary;
 pub mod training;
 mod walk;
 
-use crate::grammar_ids::FieldChild;
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock, PoisonError};
 
 use tree_sitter::{Node, Tree};
 
+use crate::grammar_ids::FieldChild;
 use crate::lint::LintContext;
 use crate::project::ProjectLookup;
 pub use contexts::with_items as contexts_with_items;

@@ -1,11 +1,11 @@
 //! What a function does, as far as the rules care: the unit of cross-function and cross-file
 //! knowledge.
 
-use crate::grammar_ids::FieldChild;
 use serde::{Deserialize, Serialize};
 use tree_sitter::Node;
 
 use super::{CallTarget, Model, ast, names};
+use crate::grammar_ids::FieldChild;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FunctionSummary {

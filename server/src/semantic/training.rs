@@ -1,10 +1,10 @@
 //! Facts about one training step that several rules share: what a backward call
 //! differentiates, which optimizer a `step()` call steps, and which models an optimizer updates.
 
-use crate::grammar_ids::FieldChild;
 use tree_sitter::Node;
 
 use super::{Model, ast};
+use crate::grammar_ids::FieldChild;
 
 /// Qualified-name prefixes of optimizer constructors.
 const OPTIMIZER_MODULES: &[&str] = &[

@@ -8,11 +8,10 @@
 //! placed in the new tree by [`crate::tree_reuse`], as [`crate::candidates`] does for query
 //! matches.
 
-use crate::grammar_ids::FieldChild;
 use tree_sitter::Node;
 
 use super::{Model, ast, names_cuda};
-use crate::grammar_ids;
+use crate::grammar_ids::{self, FieldChild};
 use crate::tree_reuse::{KeptNode, Placer, StatementMemory};
 
 /// What the walks of a buffer's top-level statements found.
