@@ -358,12 +358,6 @@ mod tests {
         let mut recall = memory.open(&second).unwrap();
         assert!(second.root_node().children(&mut second.walk()).all(|s| recall.recall(s).is_none()));
     }
-}
-
-#[cfg(test)]
-mod settling_tests {
-    use super::*;
-    use crate::parse::parse;
 
     /// The examples, one after another, many times: a script large enough that a fresh parse
     /// leaves statements the next reparse does not share.
@@ -381,14 +375,14 @@ mod settling_tests {
     #[test]
     fn a_settled_tree_shares_its_statements_with_the_next_reparse() {
         let text = large_script();
-        let fresh = parse(&text, None);
+        let fresh = crate::parse::parse(&text, None);
         let statements = fresh.root_node().child_count() as usize;
         // Without settling, the next reparse would build many statements anew.
-        let unsettled = statements_not_shared(&fresh, &parse(&text, Some(&fresh)));
+        let unsettled = statements_not_shared(&fresh, &crate::parse::parse(&text, Some(&fresh)));
         assert!(unsettled * 100 > statements, "{unsettled} of {statements} rebuilt: nothing to settle");
         let tree = settled(&text, fresh);
-        assert_eq!(tree.root_node().to_sexp(), parse(&text, None).root_node().to_sexp());
-        let rebuilt = statements_not_shared(&tree, &parse(&text, Some(&tree)));
+        assert_eq!(tree.root_node().to_sexp(), crate::parse::parse(&text, None).root_node().to_sexp());
+        let rebuilt = statements_not_shared(&tree, &crate::parse::parse(&text, Some(&tree)));
         assert!(
             rebuilt * 4 <= unsettled,
             "{rebuilt} of {statements} statements rebuilt after settling, {unsettled} before"
