@@ -31,7 +31,7 @@ pub fn statement_line_text<'a>(text: &'a str, statement: Node<'_>) -> Option<&'a
 }
 
 /// Whether removing `statement` would leave its block empty.
-pub fn is_only_statement<'a>(model: &Model<'a>, statement: Node<'a>) -> bool {
+fn is_only_statement<'a>(model: &Model<'a>, statement: Node<'a>) -> bool {
     model.parent(statement).is_some_and(|block| {
         let mut cursor = block.walk();
         block.kind() == "block" && block.named_children(&mut cursor).filter(|c| c.kind() != "comment").count() == 1

@@ -10,7 +10,7 @@
 
 use tree_sitter::Node;
 
-use super::{CallTarget, Model, ast, crosses_boundary};
+use super::{CallTarget, Model, ast};
 use crate::grammar_ids::FieldChild;
 
 /// `torch.cuda` functions that create the CUDA context.
@@ -171,7 +171,7 @@ impl<'a> Model<'a> {
         if matches!(node.kind(), "function_definition" | "class_definition" | "decorated_definition" | "comment") {
             return None;
         }
-        self.calls_within(node).filter(|call| !crosses_boundary(*call, node)).find(|call| {
+        self.own_calls_within(node).find(|call| {
             self.initialises_cuda(*call)
                 || (depth < MAX_DEPTH
                     && matches!(self.resolve_call(*call), CallTarget::Local(f) if self.function_initialises_cuda(f, depth + 1)))

@@ -516,21 +516,6 @@ fn scope_lies_within(scope: Option<Node<'_>>, top: Node<'_>) -> bool {
     scope.is_some_and(|s| s.id() != top.id() && ast::contains(top, s))
 }
 
-/// Whether a function, class or lambda boundary lies between `node` and its ancestor `top`.
-pub fn crosses_boundary(node: Node<'_>, top: Node<'_>) -> bool {
-    let mut current = node.parent();
-    while let Some(n) = current {
-        if n.id() == top.id() {
-            return false;
-        }
-        if ast::is_function_boundary(n) {
-            return true;
-        }
-        current = n.parent();
-    }
-    false
-}
-
 impl<'a> Model<'a> {
     /// Whether a plain name is bound where `at` runs: a parameter of the enclosing function, an
     /// assignment earlier in that function, or a module-level assignment or import.
