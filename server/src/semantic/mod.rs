@@ -19,8 +19,8 @@ pub mod summary;
 pub mod training;
 mod walk;
 
-use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock, PoisonError};
+use foldhash::{HashMap, HashMapExt};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use tree_sitter::{Node, Tree};
 
@@ -80,6 +80,9 @@ pub struct Model<'a> {
     summaries: Mutex<HashMap<usize, FunctionSummary>>,
     /// `resolve_call` answers by call node id: rules ask about the same calls many times.
     resolved: Mutex<HashMap<usize, CallTarget<'a>>>,
+    /// [`Model::ancestors`] answers by node id, innermost first: rules walk up from the same
+    /// calls and statements again and again (a step loop's calls are checked by several rules).
+    ancestor_chains: Mutex<HashMap<usize, Arc<[Node<'a>]>>>,
 }
 
 /// What a call refers to, as far as the checker can see.
@@ -131,6 +134,7 @@ impl<'a> Model<'a> {
             own_summaries: Default::default(),
             summaries: Default::default(),
             resolved: Default::default(),
+            ancestor_chains: Default::default(),
         };
         model.walk(cache);
         model
@@ -141,24 +145,33 @@ impl<'a> Model<'a> {
     /// large script that is most of the cost of walking up. This descends once, from the
     /// statement that holds the node.
     pub fn ancestors(&self, node: Node<'a>) -> impl Iterator<Item = Node<'a>> + use<'a> {
+        let chain = self.ancestor_chain(node);
+        (0..chain.len()).map(move |i| chain[i])
+    }
+
+    fn ancestor_chain(&self, node: Node<'a>) -> Arc<[Node<'a>]> {
+        let chains = || self.ancestor_chains.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(chain) = chains().get(&node.id()) {
+            return Arc::clone(chain);
+        }
+        let chain: Arc<[Node<'a>]> = self.descend_to(node).unwrap_or_else(|| Self::ancestors_by_parent(node)).into();
+        chains().insert(node.id(), Arc::clone(&chain));
+        chain
+    }
+
+    /// The ancestors of `node`, innermost first, found by descending from the statement that
+    /// holds it; `None` for a node the descent cannot place.
+    fn descend_to(&self, node: Node<'a>) -> Option<Vec<Node<'a>>> {
         let root = self.tree.root_node();
-        let chain = match self.statement_holding(node) {
-            Some(statement) if node != root => {
-                let mut chain = vec![root];
-                let mut current = statement;
-                while current != node {
-                    chain.push(current);
-                    match current.child_with_descendant(node) {
-                        Some(child) => current = child,
-                        None => return Self::ancestors_by_parent(node),
-                    }
-                }
-                chain.reverse();
-                chain
-            }
-            _ => return Self::ancestors_by_parent(node),
-        };
-        chain.into_iter()
+        let statement = self.statement_holding(node).filter(|_| node != root)?;
+        let mut chain = vec![root];
+        let mut current = statement;
+        while current != node {
+            chain.push(current);
+            current = current.child_with_descendant(node)?;
+        }
+        chain.reverse();
+        Some(chain)
     }
 
     /// The parent of `node` ([`Node::parent`], faster: see [`Model::ancestors`]).
@@ -213,8 +226,8 @@ impl<'a> Model<'a> {
     }
 
     /// The ancestors as `Node::parent` finds them, for a node the descent cannot place.
-    fn ancestors_by_parent(node: Node<'a>) -> std::vec::IntoIter<Node<'a>> {
-        std::iter::successors(node.parent(), Node::parent).collect::<Vec<_>>().into_iter()
+    fn ancestors_by_parent(node: Node<'a>) -> Vec<Node<'a>> {
+        std::iter::successors(node.parent(), Node::parent).collect()
     }
 
     /// The innermost function definition around `node` ([`ast::enclosing_function`], faster).
@@ -589,7 +602,10 @@ mod tests {
             let mut stack = vec![tree.root_node()];
             while let Some(node) = stack.pop() {
                 let expected: Vec<Node<'_>> = std::iter::successors(node.parent(), Node::parent).collect();
-                assert_eq!(model.ancestors(node).collect::<Vec<_>>(), expected, "{} at {:?}", path.display(), node);
+                // Asked twice: the second answer comes from the memo.
+                for _ in 0..2 {
+                    assert_eq!(model.ancestors(node).collect::<Vec<_>>(), expected, "{} at {:?}", path.display(), node);
+                }
                 assert_eq!(model.parent(node), node.parent(), "{} at {:?}", path.display(), node);
                 for (start, end) in [(node.start_byte(), node.end_byte()), (node.start_byte(), node.start_byte())] {
                     let expected = tree.root_node().descendant_for_byte_range(start, end);
