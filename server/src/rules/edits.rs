@@ -109,15 +109,15 @@ pub fn has_multiline_string(model: &Model<'_>, range: TextRange) -> bool {
     let mut stack = vec![top];
     let mut cursor = top.walk();
     while let Some(node) = stack.pop() {
-        if !TextRange::of(node).intersects(range) {
+        // A node on one line holds no string that spans lines: most of a statement's nodes are
+        // passed over without a look at their children.
+        if node.start_position().row == node.end_position().row || !TextRange::of(node).intersects(range) {
             continue;
         }
-        if matches!(node.kind(), "string" | "concatenated_string")
-            && node.start_position().row != node.end_position().row
-        {
+        if matches!(node.kind(), "string" | "concatenated_string") {
             return true;
         }
-        stack.extend(node.named_children(&mut cursor).collect::<Vec<_>>());
+        stack.extend(node.named_children(&mut cursor));
     }
     false
 }
