@@ -139,7 +139,7 @@ pub struct Checker<'m, 'a> {
     rule: &'static Rule,
     diagnostics: Vec<Diagnostic>,
     /// Per-file facts a rule computes once and reuses across its candidates (see [`Checker::memo`]).
-    memo: HashMap<usize, Box<dyn std::any::Any>>,
+    memo: foldhash::HashMap<usize, Box<dyn std::any::Any>>,
 }
 
 impl<'m, 'a> Checker<'m, 'a> {
@@ -266,7 +266,7 @@ fn lint_rules(
                     hardware: settings.hardware.as_ref(),
                     rule,
                     diagnostics: Vec::new(),
-                    memo: HashMap::new(),
+                    memo: foldhash::HashMap::default(),
                 };
                 for candidate in &candidates {
                     (rule.check)(&mut checker, candidate);

@@ -27,7 +27,7 @@
 //! A test moves every node of every fixture and example across edits inside and before its
 //! statement and compares it with the node found by walking the new tree, parent included.
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tree_sitter::{Node, Tree, ffi};

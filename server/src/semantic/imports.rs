@@ -4,7 +4,7 @@
 //! `torch.cuda.amp`; `from .utils import setup` binds `setup` to `.utils.setup`. A name that no
 //! import binds never resolves, so rules cannot match a bare spelling by accident.
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 
 use tree_sitter::Node;
 

@@ -242,7 +242,7 @@ impl<'a> Model<'a> {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashMap;
+    use foldhash::HashMap;
 
     use super::*;
     use crate::lint::LintContext;
