@@ -1,6 +1,8 @@
 """culint server through a real LSP client library, in a UTF-16 push session and a UTF-8 pull
 session."""
 
+import json
+
 from lsprotocol import types
 
 from documents import CJK_PREFIX, TRAINING_SCRIPT, URI, apply_edits, diagnostics, edits_of, units
@@ -49,7 +51,7 @@ async def test_diagnostics_follow_incremental_edits(client):
     cul201 = items[1]
     assert cul201.source == "culint"
     assert cul201.code_description.href.endswith("/docs/rules/CUL201.md")
-    assert cul201.data["fix"]["applicability"] == "unsafe"
+    assert json.loads(cul201.data)["fix"]["applicability"] == "unsafe"
     # After `    s = "显存😀"; ` on line 13: 16 UTF-16 units, 22 UTF-8 bytes.
     assert items[2].range.start == types.Position(13, units(CJK_PREFIX, client.encoding))
 
