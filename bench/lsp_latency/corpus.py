@@ -115,3 +115,10 @@ def training_script(lines: int, seed: int = 0) -> str:
         n += 1
     text = "".join(parts)
     return "\n".join(text.split("\n")[:lines]) + "\n"
+
+
+if __name__ == "__main__":
+    import sys
+
+    # The benchmark script on stdout, for the in-process keystroke benchmark (keystrokes.rs).
+    sys.stdout.write(training_script(int(sys.argv[1]) if len(sys.argv) > 1 else 10_000))

@@ -1,0 +1,150 @@
+//! The language server's work per keystroke, in-process: the keystrokes of `bench.py`, applied to
+//! a buffer and linted again as `culint server` does, then converted and serialized as it
+//! publishes them. No protocol, no client: what is left when the transport is taken away, and a
+//! run that callgrind can count instructions of.
+//!
+//! Usage:
+//!   python3 bench/lsp_latency/corpus.py 10000 > /tmp/train.py
+//!   cargo bench --bench keystrokes -- /tmp/train.py [--edits N] [--verify]
+//!
+//! `--verify` also lints each keystroke's text from scratch and stops at the first difference
+//! from the incremental lint. Instruction counts: build with `cargo bench --bench keystrokes
+//! --no-run`, then run the printed executable under `valgrind --tool=callgrind` with `--edits
+//! 20` and `--edits 60` and divide the difference by 40, which leaves out the opening lint.
+
+use std::time::{Duration, Instant};
+
+use culint::document::Document;
+use culint::lint::{LintContext, LintSettings, StatementCache, lint, lint_again};
+use culint::lsp::diagnostics::to_lsp;
+use culint::lsp::position::{PositionEncoding, PositionMapper};
+use culint::parse::parse;
+use culint::text::TextRange;
+use tower_lsp_server::ls_types::{PublishDiagnosticsParams, Uri};
+
+/// One keystroke: a byte range of the text as it is before the keystroke, and what replaces it.
+struct Keystroke {
+    range: TextRange,
+    text: &'static str,
+}
+
+/// The keystrokes of `bench.py`'s `edits()`: type a comment or ` * 2` at the end of a loss line,
+/// then delete it again, cycling over such lines through the file. Each cycle leaves the text as
+/// it found it, so offsets into the original text stay right.
+fn keystrokes(text: &str, count: usize) -> Vec<Keystroke> {
+    let mut line_starts = vec![0];
+    line_starts.extend(text.match_indices('\n').map(|(at, _)| at + 1));
+    let lines: Vec<&str> = text.split('\n').collect();
+    let targets: Vec<usize> = (0..lines.len())
+        .filter(|&i| ["loss = ", "running += ", "logits = "].iter().any(|p| lines[i].trim().starts_with(p)))
+        .collect();
+    assert!(!targets.is_empty(), "the script has no loss lines to type at");
+    let fragments = ["  # warm up", " * 2"];
+    let mut produced = Vec::with_capacity(count + 16);
+    let mut cycle = 0;
+    while produced.len() < count {
+        let line = targets[(cycle * 97) % targets.len()];
+        let fragment = fragments[cycle % fragments.len()];
+        let end_of_line = line_starts[line] + lines[line].len();
+        for i in 0..fragment.len() {
+            produced.push(Keystroke { range: TextRange::empty(end_of_line + i), text: &fragment[i..=i] });
+        }
+        for i in (0..fragment.len()).rev() {
+            produced.push(Keystroke { range: TextRange::new(end_of_line + i, end_of_line + i + 1), text: "" });
+        }
+        cycle += 1;
+    }
+    produced.truncate(count);
+    produced
+}
+
+/// Times of one phase over all keystrokes.
+#[derive(Default)]
+struct Phase(Vec<Duration>);
+
+impl Phase {
+    fn percentile(&self, share: f64) -> f64 {
+        let mut sorted = self.0.clone();
+        sorted.sort();
+        let at = ((sorted.len() - 1) as f64 * share).round() as usize;
+        sorted[at].as_secs_f64() * 1e3
+    }
+
+    fn report(&self, name: &str) {
+        let (p50, p90, p99) = (self.percentile(0.5), self.percentile(0.9), self.percentile(0.99));
+        println!("{name:<32} p50 {p50:7.2} ms   p90 {p90:7.2} ms   p99 {p99:7.2} ms");
+    }
+}
+
+fn main() {
+    let mut path = None;
+    let mut count = 1000;
+    let mut verify = false;
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--edits" => count = args.next().and_then(|n| n.parse().ok()).expect("--edits takes a number"),
+            "--verify" => verify = true,
+            // `cargo bench` adds this.
+            "--bench" => {}
+            _ => path = Some(arg),
+        }
+    }
+    let Some(path) = path else {
+        eprintln!("usage: keystrokes SCRIPT [--edits N] [--verify] (see the top of bench/lsp_latency/keystrokes.rs)");
+        std::process::exit(2);
+    };
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
+    let settings = LintSettings::default();
+    let uri: Uri = "file:///bench/train.py".parse().expect("a valid URI");
+
+    // As the server opens a buffer: a fresh parse and lint, then a buffer without a tree, which
+    // the first keystroke parses and settles.
+    let opened = parse(&text, None);
+    let opening = lint(&text, &opened, LintContext::default(), &settings);
+    let mut document = Document::unparsed(&text, 1);
+    let cache = StatementCache::default();
+    println!("{path}: {} lines, {} diagnostics when opened", text.lines().count(), opening.len());
+
+    let (mut edit, mut linting, mut convert, mut serialize, mut total) =
+        (Phase::default(), Phase::default(), Phase::default(), Phase::default(), Phase::default());
+    let mut published_bytes = 0;
+    for (n, keystroke) in keystrokes(&text, count).iter().enumerate() {
+        let version = n as i32 + 2;
+        let started = Instant::now();
+        document.edit(keystroke.range, keystroke.text);
+        document.set_version(version);
+        let tree = document.tree().clone();
+        let edited = Instant::now();
+        let current = document.text();
+        let diagnostics = lint_again(current, &tree, LintContext::default(), &settings, &cache);
+        let linted = Instant::now();
+        let mapper = PositionMapper::new(current, PositionEncoding::Utf16);
+        let items = diagnostics.iter().map(|d| to_lsp(d, &mapper, &uri, version)).collect();
+        let converted = Instant::now();
+        // What tower-lsp-server does with a notification: its params become a JSON value, and
+        // the message holding that value becomes text.
+        let params = PublishDiagnosticsParams { uri: uri.clone(), diagnostics: items, version: Some(version) };
+        let value = serde_json::to_value(params).expect("diagnostics serialize");
+        published_bytes = serde_json::to_string(&value).expect("a JSON value serializes").len();
+        drop(value);
+        let serialized = Instant::now();
+        edit.0.push(edited - started);
+        linting.0.push(linted - edited);
+        convert.0.push(converted - linted);
+        serialize.0.push(serialized - converted);
+        total.0.push(serialized - started);
+        if verify {
+            let fresh = lint(current, &parse(current, None), LintContext::default(), &settings);
+            let describe =
+                |d: &[culint::diagnostic::Diagnostic]| d.iter().map(|d| format!("{d:?}")).collect::<Vec<_>>();
+            assert_eq!(describe(&diagnostics), describe(&fresh), "keystroke {n}: the incremental lint differs");
+        }
+    }
+    println!("{count} keystrokes, {published_bytes} bytes published on the last");
+    edit.report("edit and reparse");
+    linting.report("lint_again");
+    convert.report("convert to LSP");
+    serialize.report("serialize (as tower-lsp-server)");
+    total.report("total");
+}
