@@ -83,6 +83,9 @@ pub struct Model<'a> {
     /// [`Model::ancestors`] answers by node id, innermost first: rules walk up from the same
     /// calls and statements again and again (a step loop's calls are checked by several rules).
     ancestor_chains: Mutex<HashMap<usize, Arc<[Node<'a>]>>>,
+    /// The qualified names of calls' callees by call node id: the rules ask whether the same
+    /// calls resolve to one API or another many times, and each answer builds a string.
+    callee_qualified_names: Mutex<HashMap<usize, Option<Arc<str>>>>,
 }
 
 /// What a call refers to, as far as the checker can see.
@@ -93,7 +96,7 @@ pub enum CallTarget<'a> {
     /// A function in another file of the project, known through its summary.
     Project(FunctionSummary),
     /// A library function, by qualified name.
-    Library(String),
+    Library(Arc<str>),
     /// A project-local helper the checker cannot see: rules that depend on it stay quiet.
     Unseen,
     /// A method of an object or anything else not resolvable by name.
@@ -135,6 +138,7 @@ impl<'a> Model<'a> {
             summaries: Default::default(),
             resolved: Default::default(),
             ancestor_chains: Default::default(),
+            callee_qualified_names: Default::default(),
         };
         model.walk(cache);
         model
@@ -338,11 +342,20 @@ impl<'a> Model<'a> {
 
     /// The qualified name of a call's callee.
     pub fn call_qualified_name(&self, call: Node<'_>) -> Option<String> {
-        ast::callee(call).and_then(|f| self.qualified_name(f))
+        self.callee_qualified_name(call).map(|q| q.to_string())
     }
 
     pub fn call_resolves_to(&self, call: Node<'_>, qualified: &[&str]) -> bool {
-        self.call_qualified_name(call).is_some_and(|q| qualified.contains(&q.as_str()))
+        self.callee_qualified_name(call).is_some_and(|q| qualified.contains(&&*q))
+    }
+
+    fn callee_qualified_name(&self, call: Node<'_>) -> Option<Arc<str>> {
+        if let Some(known) = lock(&self.callee_qualified_names).get(&call.id()) {
+            return known.clone();
+        }
+        let qualified: Option<Arc<str>> = ast::callee(call).and_then(|f| self.qualified_name(f)).map(Arc::from);
+        lock(&self.callee_qualified_names).insert(call.id(), qualified.clone());
+        qualified
     }
 
     pub fn resolves_to(&self, node: Node<'_>, qualified: &[&str]) -> bool {
@@ -414,7 +427,7 @@ impl<'a> Model<'a> {
         if qualified.starts_with('.') || !names::is_known_library(qualified) {
             CallTarget::Unseen
         } else {
-            CallTarget::Library(qualified.to_owned())
+            CallTarget::Library(Arc::from(qualified))
         }
     }
 
