@@ -188,8 +188,6 @@ pub fn could_call_a_model(text: &str) -> bool {
     };
     let opens_call = |at: usize| matches!(bytes.get(skip_space(at)), Some(b'(' | b'#'));
     let mut at = 0;
-    // One buffer for every name's lower-case copy: this runs over whole functions of a file.
-    let mut name = String::new();
     while at < bytes.len() {
         if !is_name_byte(bytes[at]) {
             at += 1;
@@ -199,10 +197,7 @@ pub fn could_call_a_model(text: &str) -> bool {
         while at < bytes.len() && is_name_byte(bytes[at]) {
             at += 1;
         }
-        name.clear();
-        name.push_str(&text[start..at]);
-        name.make_ascii_lowercase();
-        if !crate::semantic::names::MODEL_NAME_FRAGMENTS.iter().any(|f| name.contains(f)) || name.contains("loss") {
+        if !crate::semantic::names::is_model_name(&text[start..at]) {
             continue;
         }
         let next = skip_space(at);

@@ -127,8 +127,7 @@ impl<'a> Model<'a> {
         if matches!(name, "modules" | "named_modules" | "add_module" | "register_module" | "get_submodule") {
             return false;
         }
-        let lower = name.to_ascii_lowercase();
-        names::MODEL_NAME_FRAGMENTS.iter().any(|f| lower.contains(f)) && !lower.contains("loss")
+        names::is_model_name(name)
     }
 }
 
@@ -221,7 +220,7 @@ fn is_eval_loop<'a>(model: &Model<'a>, node: Node<'a>) -> bool {
     for call in model.own_calls_within(node) {
         match model.callee_name(call) {
             Some("backward" | "step" | "zero_grad") => return false,
-            _ => calls_model |= model.calls_a_model(call),
+            _ => calls_model = calls_model || model.calls_a_model(call),
         }
     }
     if !calls_model {

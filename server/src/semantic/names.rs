@@ -191,6 +191,20 @@ pub fn is_known_library(qualified: &str) -> bool {
     KNOWN_LIBRARIES.contains(&root)
 }
 
+/// Whether a name reads like a model's: it holds one of [`MODEL_NAME_FRAGMENTS`] in any case,
+/// and is not a loss (`loss_model`).
+pub fn is_model_name(name: &str) -> bool {
+    MODEL_NAME_FRAGMENTS.iter().any(|f| contains_ignoring_ascii_case(name, f))
+        && !contains_ignoring_ascii_case(name, "loss")
+}
+
+/// Whether `name` holds `fragment`, ASCII letters compared without case. Names are short, and a
+/// lower-cased copy of each, searched once per fragment, cost more than the names' other checks:
+/// this copies nothing.
+pub fn contains_ignoring_ascii_case(name: &str, fragment: &str) -> bool {
+    name.as_bytes().windows(fragment.len()).any(|window| window.eq_ignore_ascii_case(fragment.as_bytes()))
+}
+
 /// Lower-case fragments of names that people give to models, for "calls a model".
 pub const MODEL_NAME_FRAGMENTS: &[&str] = &[
     "model",
@@ -212,3 +226,26 @@ pub const MODEL_NAME_FRAGMENTS: &[&str] = &[
     "llm",
     "module",
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_names_are_recognised_in_any_case_and_losses_are_not() {
+        for name in ["model", "G_Net", "textEncoder", "UNet2D", "LLM", "backbone_fn"] {
+            assert!(is_model_name(name), "{name}");
+        }
+        for name in ["loader", "criterion", "lossModel", "net_LOSS", "", "m"] {
+            assert!(!is_model_name(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn containment_ignores_ascii_case_only() {
+        assert!(contains_ignoring_ascii_case("MyModel", "model"));
+        assert!(!contains_ignoring_ascii_case("mod", "model"));
+        // The Kelvin sign lower-cases to `k` in Unicode, but is no ASCII letter.
+        assert!(!contains_ignoring_ascii_case("\u{212A}ey", "key"));
+    }
+}
