@@ -205,8 +205,9 @@ fn wrap_edit(
     step_loop: Node<'_>,
     first: Node<'_>,
     last: Node<'_>,
+    torch: &str,
     dtype: &str,
-) -> Option<(Edit, Option<Edit>)> {
+) -> Option<Edit> {
     let text = model.text;
     let start = text[..first.start_byte()].rfind('\n').map_or(0, |i| i + 1);
     let region_end = edits::own_lines(text, last)?.end;
@@ -216,7 +217,6 @@ fn wrap_edit(
     }
     let indent = indentation_at(text, first.start_byte());
     let unit = edits::indent_unit(text, step_loop);
-    let (torch, import) = edits::module_reference(model, "torch");
     let mut region = text[start..region_end].to_owned();
     if !region.ends_with('\n') {
         region.push_str(line_ending(text));
@@ -227,13 +227,13 @@ fn wrap_edit(
     if region_end == text.len() && !text.ends_with('\n') {
         replacement.truncate(replacement.trim_end_matches(['\r', '\n']).len());
     }
-    Some((Edit::replacement(TextRange::new(start, region_end), replacement), import))
+    Some(Edit::replacement(TextRange::new(start, region_end), replacement))
 }
 
 fn wrap_forward<'a>(model: &Model<'a>, step_loop: &LoopInfo<'a>, backward: Node<'a>, dtype: &str) -> Option<Fix> {
     let (first, last, _) = forward_statements(model, step_loop.node, backward)?;
-    let (wrap, import) = wrap_edit(model, step_loop.node, first, last, dtype)?;
-    let (torch, _) = edits::module_reference(model, "torch");
+    let (torch, import) = edits::module_reference(model, "torch");
+    let wrap = wrap_edit(model, step_loop.node, first, last, &torch, dtype)?;
     let title = format!("Run the forward pass under `{torch}.autocast(device_type=\"cuda\", dtype={torch}.{dtype})`");
     Some(Fix::unsafe_edits(title, [Some(wrap), import].into_iter().flatten().collect()))
 }
@@ -255,7 +255,7 @@ fn fp16_with_scaler<'a>(model: &Model<'a>, step_loop: &LoopInfo<'a>, backward: N
     edits::own_lines(model.text, step_statement)?;
     let scaler = if model.is_visible_at("scaler", node) { "grad_scaler" } else { "scaler" };
     let (torch, import) = edits::module_reference(model, "torch");
-    let (wrap, _) = wrap_edit(model, node, first, last, "float16")?;
+    let wrap = wrap_edit(model, node, first, last, &torch, "float16")?;
     let optimizer = model.node_text(ast::receiver(optimizer_step)?);
     let backward_args = ast::arguments(backward).map_or("()", |a| model.node_text(a));
     let step_indent = indentation_at(model.text, step_statement.start_byte());

@@ -3,7 +3,7 @@
 
 use tree_sitter::Node;
 
-use super::{Model, ast};
+use super::{Model, ast, names};
 use crate::grammar_ids::FieldChild;
 
 /// Qualified-name prefixes of optimizer constructors.
@@ -71,7 +71,7 @@ impl<'a> Model<'a> {
     /// Whether an assignment's value is an optimizer constructor call: `torch.optim.AdamW(...)`.
     pub fn assigns_new_optimizer(&self, assignment: Node<'_>) -> bool {
         assignment.field("right").filter(|r| r.kind() == "call").is_some_and(|r| {
-            self.call_qualified_name(r).is_some_and(|q| {
+            self.callee_qualified_name(r).is_some_and(|q| {
                 OPTIMIZER_MODULES.iter().any(|m| q.starts_with(m)) && !NOT_OPTIMIZERS.iter().any(|n| q.contains(n))
             })
         })
@@ -83,12 +83,12 @@ impl<'a> Model<'a> {
             return false;
         }
         let text = self.node_text(expression);
-        last_segment(text).to_ascii_lowercase().contains("scaler")
+        names::contains_ignoring_ascii_case(last_segment(text), "scaler")
             || self.assignments_to(text).iter().any(|assignment| {
                 assignment
                     .field("right")
                     .filter(|r| r.kind() == "call")
-                    .and_then(|r| self.call_qualified_name(r))
+                    .and_then(|r| self.callee_qualified_name(r))
                     .is_some_and(|q| q.ends_with("GradScaler"))
             })
     }
@@ -125,12 +125,15 @@ pub fn last_segment(text: &str) -> &str {
 
 /// `optimizer`, `optim`, `opt`, `opt_g`, `optD`, `g_optimizer`; not `scheduler`, `options`.
 pub fn is_optimizer_name(name: &str) -> bool {
-    let lower = name.to_ascii_lowercase();
-    if lower.contains("sched") || lower.contains("option") {
+    let contains = |fragment| names::contains_ignoring_ascii_case(name, fragment);
+    if contains("sched") || contains("option") {
         return false;
     }
-    lower.contains("optim")
-        || lower.split('_').any(|token| token == "opt" || (token.starts_with("opt") && token.len() <= 4))
+    contains("optim")
+        || name.split('_').any(|token| {
+            let token = token.as_bytes();
+            token.len() >= 3 && token.len() <= 4 && token[..3].eq_ignore_ascii_case(b"opt")
+        })
 }
 
 /// Whether two receivers name the same model or one contains the other (`model` and
@@ -171,10 +174,10 @@ mod tests {
 
     #[test]
     fn optimizer_names() {
-        for name in ["optimizer", "opt", "optim", "opt_g", "optD", "g_optimizer", "optimizer_G"] {
+        for name in ["optimizer", "opt", "optim", "opt_g", "optD", "g_optimizer", "optimizer_G", "OPT", "Opt_G"] {
             assert!(is_optimizer_name(name), "{name}");
         }
-        for name in ["scheduler", "opt_scheduler", "options", "model", "env", "output"] {
+        for name in ["scheduler", "opt_scheduler", "options", "model", "env", "output", "LR_Scheduler", "OPTIONS"] {
             assert!(!is_optimizer_name(name), "{name}");
         }
     }
