@@ -27,7 +27,7 @@ pub const RULE_DOCS_BASE_URL: &str = "https://github.com/culint/culint/blob/main
 /// It travels as one JSON string, not as an object. tower-lsp-server turns a notification's
 /// params into a `serde_json::Value` tree before writing them, and each fix as an object is a
 /// tree of its own, copied node by node; as a string it is copied in one piece. A large file's
-/// publish takes about half as long (BENCHMARKS.md). Clients pass `data` back untouched.
+/// publish takes less than half as long (BENCHMARKS.md). Clients pass `data` back untouched.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DiagnosticData {
     pub version: i32,

@@ -154,12 +154,11 @@ impl<'a> Model<'a> {
     }
 
     fn ancestor_chain(&self, node: Node<'a>) -> Arc<[Node<'a>]> {
-        let chains = || self.ancestor_chains.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(chain) = chains().get(&node.id()) {
+        if let Some(chain) = lock(&self.ancestor_chains).get(&node.id()) {
             return Arc::clone(chain);
         }
         let chain: Arc<[Node<'a>]> = self.descend_to(node).unwrap_or_else(|| Self::ancestors_by_parent(node)).into();
-        chains().insert(node.id(), Arc::clone(&chain));
+        lock(&self.ancestor_chains).insert(node.id(), Arc::clone(&chain));
         chain
     }
 

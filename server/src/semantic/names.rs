@@ -202,7 +202,8 @@ pub fn is_model_name(name: &str) -> bool {
 /// lower-cased copy of each, searched once per fragment, cost more than the names' other checks:
 /// this copies nothing.
 pub fn contains_ignoring_ascii_case(name: &str, fragment: &str) -> bool {
-    name.as_bytes().windows(fragment.len()).any(|window| window.eq_ignore_ascii_case(fragment.as_bytes()))
+    fragment.is_empty()
+        || name.as_bytes().windows(fragment.len()).any(|window| window.eq_ignore_ascii_case(fragment.as_bytes()))
 }
 
 /// Lower-case fragments of names that people give to models, for "calls a model".
@@ -245,6 +246,7 @@ mod tests {
     fn containment_ignores_ascii_case_only() {
         assert!(contains_ignoring_ascii_case("MyModel", "model"));
         assert!(!contains_ignoring_ascii_case("mod", "model"));
+        assert!(contains_ignoring_ascii_case("mod", ""));
         // The Kelvin sign lower-cases to `k` in Unicode, but is no ASCII letter.
         assert!(!contains_ignoring_ascii_case("\u{212A}ey", "key"));
     }
