@@ -5,12 +5,12 @@
 //!
 //! Usage:
 //!   python3 bench/lsp_latency/corpus.py 10000 > /tmp/train.py
-//!   cargo bench --bench keystrokes -- /tmp/train.py [--edits N] [--verify]
+//!   cargo run --release --example keystrokes -- /tmp/train.py [--edits N] [--verify]
 //!
 //! `--verify` also lints each keystroke's text from scratch and stops at the first difference
-//! from the incremental lint. Instruction counts: build with `cargo bench --bench keystrokes
-//! --no-run`, then run the printed executable under `valgrind --tool=callgrind` with `--edits
-//! 20` and `--edits 60` and divide the difference by 40, which leaves out the opening lint.
+//! from the incremental lint. Instruction counts: run `target/release/examples/keystrokes` under
+//! `valgrind --tool=callgrind` with `--edits 20` and `--edits 60` and divide the difference by
+//! 40, which leaves out the opening lint.
 
 use std::time::{Duration, Instant};
 
@@ -83,10 +83,13 @@ fn main() {
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
-            "--edits" => count = args.next().and_then(|n| n.parse().ok()).expect("--edits takes a number"),
+            "--edits" => {
+                count = args.next().and_then(|n| n.parse().ok()).filter(|n| *n > 0).unwrap_or_else(|| {
+                    eprintln!("--edits takes a positive number");
+                    std::process::exit(2)
+                })
+            }
             "--verify" => verify = true,
-            // `cargo bench` adds this.
-            "--bench" => {}
             _ => path = Some(arg),
         }
     }
