@@ -83,8 +83,7 @@ pub struct Model<'a> {
     /// [`Model::ancestors`] answers by node id, innermost first: rules walk up from the same
     /// calls and statements again and again (a step loop's calls are checked by several rules).
     ancestor_chains: Mutex<HashMap<usize, Arc<[Node<'a>]>>>,
-    /// The qualified names of calls' callees by call node id: the rules ask whether the same
-    /// calls resolve to one API or another many times, and each answer builds a string.
+    /// [`Model::call_qualified_name`] answers by call node id.
     callee_qualified_names: Mutex<HashMap<usize, Option<Arc<str>>>>,
 }
 
@@ -157,40 +156,39 @@ impl<'a> Model<'a> {
         if let Some(chain) = lock(&self.ancestor_chains).get(&node.id()) {
             return Arc::clone(chain);
         }
-        let chain: Arc<[Node<'a>]> = self.descend_to(node).unwrap_or_else(|| Self::ancestors_by_parent(node)).into();
+        let mut chain = vec![self.tree.root_node()];
+        let chain: Arc<[Node<'a>]> = if self.descend(node, |n| chain.push(n)) {
+            chain.into_iter().rev().collect()
+        } else {
+            Self::ancestors_by_parent(node).into()
+        };
         lock(&self.ancestor_chains).insert(node.id(), Arc::clone(&chain));
         chain
     }
 
-    /// The ancestors of `node`, innermost first, found by descending from the statement that
-    /// holds it; `None` for a node the descent cannot place.
-    fn descend_to(&self, node: Node<'a>) -> Option<Vec<Node<'a>>> {
-        let root = self.tree.root_node();
-        let statement = self.statement_holding(node).filter(|_| node != root)?;
-        let mut chain = vec![root];
-        let mut current = statement;
-        while current != node {
-            chain.push(current);
-            current = current.child_with_descendant(node)?;
-        }
-        chain.reverse();
-        Some(chain)
-    }
-
     /// The parent of `node` ([`Node::parent`], faster: see [`Model::ancestors`]).
     pub fn parent(&self, node: Node<'a>) -> Option<Node<'a>> {
-        let Some(statement) = self.statement_holding(node) else { return node.parent() };
-        if statement == node {
-            return Some(self.tree.root_node());
-        }
+        // A top-level statement's parent is the module.
+        let mut parent = self.tree.root_node();
+        if self.descend(node, |n| parent = n) { Some(parent) } else { node.parent() }
+    }
+
+    /// Walk down from the top-level statement that holds `node` to the node, calling `visit` with
+    /// each node on the way: the statement first, the node's parent last, the node itself not.
+    /// False for a node the descent cannot place (the module itself, a node of another tree).
+    fn descend(&self, node: Node<'a>, mut visit: impl FnMut(Node<'a>)) -> bool {
+        let Some(statement) = self.statement_holding(node).filter(|_| node != self.tree.root_node()) else {
+            return false;
+        };
         let mut current = statement;
-        loop {
+        while current != node {
+            visit(current);
             match current.child_with_descendant(node) {
-                Some(child) if child == node => return Some(current),
                 Some(child) => current = child,
-                None => return node.parent(),
+                None => return false,
             }
         }
+        true
     }
 
     /// The class a function is a method of ([`ast::method_class`], faster).
@@ -339,22 +337,19 @@ impl<'a> Model<'a> {
         self.imports.qualified_name(node, self.text)
     }
 
-    /// The qualified name of a call's callee.
-    pub fn call_qualified_name(&self, call: Node<'_>) -> Option<String> {
-        self.callee_qualified_name(call).map(|q| q.to_string())
-    }
-
-    pub fn call_resolves_to(&self, call: Node<'_>, qualified: &[&str]) -> bool {
-        self.callee_qualified_name(call).is_some_and(|q| qualified.contains(&&*q))
-    }
-
-    fn callee_qualified_name(&self, call: Node<'_>) -> Option<Arc<str>> {
+    /// The qualified name of a call's callee, memoised per call: the rules ask whether the same
+    /// calls resolve to one API or another many times, and each answer builds a string.
+    pub fn call_qualified_name(&self, call: Node<'_>) -> Option<Arc<str>> {
         if let Some(known) = lock(&self.callee_qualified_names).get(&call.id()) {
             return known.clone();
         }
         let qualified: Option<Arc<str>> = ast::callee(call).and_then(|f| self.qualified_name(f)).map(Arc::from);
         lock(&self.callee_qualified_names).insert(call.id(), qualified.clone());
         qualified
+    }
+
+    pub fn call_resolves_to(&self, call: Node<'_>, qualified: &[&str]) -> bool {
+        self.call_qualified_name(call).is_some_and(|q| qualified.contains(&&*q))
     }
 
     pub fn resolves_to(&self, node: Node<'_>, qualified: &[&str]) -> bool {

@@ -53,9 +53,10 @@ pub(super) fn own_summary<'a>(model: &Model<'a>, function: Node<'a>) -> (Functio
         summary.calls_set_device |= model.call_resolves_to(call, names::SET_DEVICE);
         summary.enables_checkpointing |= names::CHECKPOINT_METHODS.contains(&name)
             || model.call_resolves_to(call, names::CHECKPOINT_FUNCTIONS)
-            || model.call_qualified_name(call).is_some_and(|q| {
-                q == "peft.prepare_model_for_kbit_training" || q == "peft.prepare_model_for_int8_training"
-            });
+            || model.call_resolves_to(
+                call,
+                &["peft.prepare_model_for_kbit_training", "peft.prepare_model_for_int8_training"],
+            );
         summary.zeroes_grads |= name == "zero_grad";
         summary.enters_autocast |= model.is_autocast(call);
         match model.resolve_call(call) {

@@ -71,7 +71,7 @@ impl<'a> Model<'a> {
     /// Whether an assignment's value is an optimizer constructor call: `torch.optim.AdamW(...)`.
     pub fn assigns_new_optimizer(&self, assignment: Node<'_>) -> bool {
         assignment.field("right").filter(|r| r.kind() == "call").is_some_and(|r| {
-            self.callee_qualified_name(r).is_some_and(|q| {
+            self.call_qualified_name(r).is_some_and(|q| {
                 OPTIMIZER_MODULES.iter().any(|m| q.starts_with(m)) && !NOT_OPTIMIZERS.iter().any(|n| q.contains(n))
             })
         })
@@ -88,7 +88,7 @@ impl<'a> Model<'a> {
                 assignment
                     .field("right")
                     .filter(|r| r.kind() == "call")
-                    .and_then(|r| self.callee_qualified_name(r))
+                    .and_then(|r| self.call_qualified_name(r))
                     .is_some_and(|q| q.ends_with("GradScaler"))
             })
     }
