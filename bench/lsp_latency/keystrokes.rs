@@ -38,7 +38,10 @@ fn keystrokes(text: &str, count: usize) -> Vec<Keystroke> {
     let targets: Vec<usize> = (0..lines.len())
         .filter(|&i| ["loss = ", "running += ", "logits = "].iter().any(|p| lines[i].trim().starts_with(p)))
         .collect();
-    assert!(!targets.is_empty(), "the script has no loss lines to type at");
+    if targets.is_empty() {
+        eprintln!("keystrokes: the script has no `loss = `, `running += ` or `logits = ` lines to type at");
+        std::process::exit(2);
+    }
     let fragments = ["  # warm up", " * 2"];
     let mut produced = Vec::with_capacity(count + 16);
     let mut cycle = 0;
@@ -97,7 +100,10 @@ fn main() {
         eprintln!("usage: keystrokes SCRIPT [--edits N] [--verify] (see the top of bench/lsp_latency/keystrokes.rs)");
         std::process::exit(2);
     };
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|error| {
+        eprintln!("keystrokes: cannot read {path}: {error}");
+        std::process::exit(2)
+    });
     let settings = LintSettings::default();
     let uri: Uri = "file:///bench/train.py".parse().expect("a valid URI");
 
