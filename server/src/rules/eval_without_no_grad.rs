@@ -164,7 +164,14 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
     let in_hook = function.is_some_and(|f| {
         model.method_class(f).is_some() && ast::function_name(f, model.text).is_some_and(|n| NO_GRAD_HOOKS.contains(&n))
     });
-    if in_hook || needs_gradients(model, node) || grad_switched_off_before(model, node) || freezes_parameters(model) {
+    // Whether the file freezes parameters is one answer for every loop of it. Autograd off
+    // around the loop is off for every call in it, and is a question asked once.
+    if in_hook
+        || model.grad_disabled(node)
+        || checker.memo(0, || freezes_parameters(model))
+        || needs_gradients(model, node)
+        || grad_switched_off_before(model, node)
+    {
         return;
     }
     if !TORCH_MODULES.iter().any(|m| model.imports.imports_module(m)) {

@@ -78,6 +78,10 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
     let Some(optimizer) = model.stepped_optimizer(call) else { return };
     let Some(scope) = model.step_scope(call) else { return };
     let name = model.node_text(optimizer);
+    // Most step bodies zero the gradients, which is the cheapest of these to see.
+    if zeroes_or_may_zero(model, scope, name) {
+        return;
+    }
     let stepped_before = model
         .own_calls_within(scope)
         .take_while(|c| c.id() != call.id())
@@ -87,7 +91,7 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
         .assignments_to(name)
         .iter()
         .any(|a| ast::contains(scope, *a) && ast::precedes(*a, call) && model.assigns_new_optimizer(*a));
-    if stepped_before || built_in_body || zeroes_or_may_zero(model, scope, name) {
+    if stepped_before || built_in_body {
         return;
     }
     let fix = insert_zero_grad(model, call, name);
@@ -102,15 +106,21 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
 
 /// Whether the step body zeroes `optimizer`'s gradients, or calls something that might.
 fn zeroes_or_may_zero<'a>(model: &Model<'a>, scope: Node<'a>, optimizer: &str) -> bool {
-    let others = other_optimizers(model, scope, optimizer);
-    let own_models = model.optimizer_models(optimizer);
+    // Found only when a zeroing call names something else than the optimizer itself.
+    let others = std::cell::OnceCell::new();
+    let own_models = std::cell::OnceCell::new();
     let counts_for_this_optimizer = |receiver: &str| {
-        if receiver == optimizer || own_models.iter().any(|m| same_or_nested(receiver, m)) {
+        if receiver == optimizer
+            || own_models.get_or_init(|| model.optimizer_models(optimizer)).iter().any(|m| same_or_nested(receiver, m))
+        {
             return true;
         }
         // Another optimizer, or a model only another optimizer updates: zeroing it leaves this
         // optimizer's gradients alone.
-        !others.iter().any(|(other, models)| receiver == *other || models.iter().any(|m| same_or_nested(receiver, m)))
+        !others
+            .get_or_init(|| other_optimizers(model, scope, optimizer))
+            .iter()
+            .any(|(other, models)| receiver == *other || models.iter().any(|m| same_or_nested(receiver, m)))
     };
     for call in model.own_calls_within(scope) {
         let name = model.callee_name(call).unwrap_or_default();
