@@ -34,7 +34,9 @@ pub fn statement_line_text<'a>(text: &'a str, statement: Node<'_>) -> Option<&'a
 fn is_only_statement<'a>(model: &Model<'a>, statement: Node<'a>) -> bool {
     model.parent(statement).is_some_and(|block| {
         let mut cursor = block.walk();
-        block.kind() == "block" && block.named_children(&mut cursor).filter(|c| c.kind() != "comment").count() == 1
+        // Counting stops at a second statement: a long body need not be read to its end.
+        block.kind() == "block"
+            && block.named_children(&mut cursor).filter(|c| c.kind() != "comment").take(2).count() == 1
     })
 }
 

@@ -167,7 +167,7 @@ fn outlives_iteration<'a>(model: &Model<'a>, scope: Node<'a>, accumulator: Node<
     if loop_targets_between(model, scope, at).contains(&name) {
         return false;
     }
-    !model.assignments_to(name).iter().any(|a| a.id() != at.id() && ast::contains(scope, *a) && ast::precedes(*a, at))
+    !model.assignments_to_within(name, scope).any(|a| a.id() != at.id() && ast::precedes(a, at))
 }
 
 /// A name assigned at module level and neither a parameter nor a local of `function`.

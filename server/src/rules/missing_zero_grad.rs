@@ -87,10 +87,8 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
         .take_while(|c| c.id() != call.id())
         .any(|c| model.stepped_optimizer(c).is_some_and(|o| model.node_text(o) == name));
     // An optimizer built afresh in each iteration usually steps fresh tensors once.
-    let built_in_body = model
-        .assignments_to(name)
-        .iter()
-        .any(|a| ast::contains(scope, *a) && ast::precedes(*a, call) && model.assigns_new_optimizer(*a));
+    let built_in_body =
+        model.assignments_to_within(name, scope).any(|a| ast::precedes(a, call) && model.assigns_new_optimizer(a));
     if stepped_before || built_in_body {
         return;
     }

@@ -167,22 +167,24 @@ fn could_store_in_forward(text: &str) -> bool {
     let mut in_module: std::collections::HashMap<usize, bool> = std::collections::HashMap::new();
     memchr::memmem::find_iter(text.as_bytes(), b"self.").any(|at| {
         let before = text[..at].chars().next_back();
-        if before.is_some_and(|c| prefilter::is_name_char(c) || c == '.')
-            || !starts_a_target(text, at)
-            || !assigns_attribute(&text[at + 5..])
-        {
+        if before.is_some_and(|c| prefilter::is_name_char(c) || c == '.') || !starts_a_target(text, at) {
             return false;
         }
-        let line_start = prefilter::line_start(text, at);
-        match prefilter::enclosing_function(text, line_start) {
-            Enclosing::Function(name) => {
-                name == "forward"
-                    && *in_module
-                        .entry(name.as_ptr() as usize - text.as_ptr() as usize)
-                        .or_insert_with(|| could_be_in_a_module(text, name))
-            }
+        // Most stores are in `__init__`: the function around one is read before its value.
+        let enclosing = prefilter::enclosing_function(text, prefilter::line_start(text, at));
+        let in_forward = match enclosing {
+            Enclosing::Function(name) => name == "forward",
             Enclosing::NoFunction => false,
             Enclosing::Unknown => true,
+        };
+        if !in_forward || !assigns_attribute(&text[at + 5..]) {
+            return false;
+        }
+        match enclosing {
+            Enclosing::Function(name) => *in_module
+                .entry(name.as_ptr() as usize - text.as_ptr() as usize)
+                .or_insert_with(|| could_be_in_a_module(text, name)),
+            _ => true,
         }
     })
 }
@@ -605,11 +607,9 @@ fn is_parameter(model: &Model<'_>, function: Node<'_>, name: &str) -> bool {
 /// The last assignment to a local of `forward` before `at`.
 fn last_local_assignment<'a>(model: &Model<'a>, forward: Node<'a>, name: &str, at: Node<'a>) -> Option<Node<'a>> {
     model
-        .assignments_to(name)
-        .iter()
-        .filter(|a| model.enclosing_function(**a).is_some_and(|f| f.id() == forward.id()) && ast::precedes(**a, at))
+        .assignments_to_within(name, forward)
+        .filter(|a| model.enclosing_function(*a).is_some_and(|f| f.id() == forward.id()) && ast::precedes(*a, at))
         .max_by_key(|a| a.start_byte())
-        .copied()
 }
 
 /// Append `.detach()` to the stored value (to each computed element of a stored tuple or list).

@@ -169,21 +169,27 @@ pub fn function_name<'a>(function: Node<'_>, source: &'a str) -> Option<&'a str>
 
 /// The class a function is a method of.
 pub fn method_class(function: Node<'_>) -> Option<Node<'_>> {
-    method_class_by(function, |n| n.parent())
+    method_class_among(parents(function))
 }
 
-/// [`method_class`], walking up with `parent` (the model's is faster than [`Node::parent`]).
-pub fn method_class_by<'t>(function: Node<'t>, parent: impl Fn(Node<'t>) -> Option<Node<'t>>) -> Option<Node<'t>> {
-    let block = parent(function)?;
-    let holder = if block.kind() == "decorated_definition" { parent(block)? } else { block };
-    let class = parent(holder)?;
+/// The ancestors of `node` by [`Node::parent`], innermost first.
+fn parents(node: Node<'_>) -> impl Iterator<Item = Node<'_>> {
+    std::iter::successors(node.parent(), Node::parent)
+}
+
+/// [`method_class`] of a function with ancestors `up`, innermost first (the model has a faster
+/// way to find them than [`Node::parent`]).
+pub fn method_class_among<'t>(mut up: impl Iterator<Item = Node<'t>>) -> Option<Node<'t>> {
+    let block = up.next()?;
+    let holder = if block.kind() == "decorated_definition" { up.next()? } else { block };
+    let class = up.next()?;
     (holder.kind() == "block" && class.kind() == "class_definition").then_some(class)
 }
 
-/// Decorator expressions of a function or class (`torch.no_grad()` in `@torch.no_grad()`), walking
-/// up with `parent`.
-pub fn decorators_by<'t>(definition: Node<'t>, parent: impl Fn(Node<'t>) -> Option<Node<'t>>) -> Vec<Node<'t>> {
-    let Some(decorated) = parent(definition).filter(|p| p.kind() == "decorated_definition") else {
+/// Decorator expressions of a function or class (`torch.no_grad()` in `@torch.no_grad()`), given
+/// its parent.
+pub fn decorators_under<'t>(parent: Option<Node<'t>>) -> Vec<Node<'t>> {
+    let Some(decorated) = parent.filter(|p| p.kind() == "decorated_definition") else {
         return Vec::new();
     };
     let mut cursor = decorated.walk();
@@ -192,13 +198,13 @@ pub fn decorators_by<'t>(definition: Node<'t>, parent: impl Fn(Node<'t>) -> Opti
 
 /// The statement that holds a node: the ancestor whose parent is a block or the module.
 pub fn statement_of(node: Node<'_>) -> Node<'_> {
-    statement_of_by(node, |n| n.parent())
+    statement_of_among(node, parents(node))
 }
 
-/// [`statement_of`], walking up with `parent`.
-pub fn statement_of_by<'t>(node: Node<'t>, parent: impl Fn(Node<'t>) -> Option<Node<'t>>) -> Node<'t> {
+/// [`statement_of`] for a node with ancestors `up`, innermost first.
+pub fn statement_of_among<'t>(node: Node<'t>, up: impl Iterator<Item = Node<'t>>) -> Node<'t> {
     let mut current = node;
-    while let Some(holder) = parent(current) {
+    for holder in up {
         if matches!(holder.kind(), "block" | "module") {
             return current;
         }

@@ -120,14 +120,19 @@ impl<'a> Model<'a> {
             "attribute" => target.field("attribute").map_or("", |a| self.node_text(a)),
             _ => return false,
         };
-        if self.qualified_name(target).is_some() {
-            return false;
-        }
         // `model.modules()` and friends walk the module tree; they do not run the model.
-        if matches!(name, "modules" | "named_modules" | "add_module" | "register_module" | "get_submodule") {
+        if matches!(name, "modules" | "named_modules" | "add_module" | "register_module" | "get_submodule")
+            || !names::is_model_name(name)
+        {
             return false;
         }
-        names::is_model_name(name)
+        // A library callee is no model. The names are looked at first: resolving one through the
+        // imports costs more, and most calls are no model by their name.
+        if target.id() == function.id() {
+            self.call_qualified_name(call).is_none()
+        } else {
+            self.qualified_name(target).is_none()
+        }
     }
 }
 

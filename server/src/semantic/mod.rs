@@ -65,8 +65,9 @@ pub struct Model<'a> {
     pub functions: Vec<Node<'a>>,
     functions_by_name: HashMap<&'a str, Vec<Node<'a>>>,
     pub classes: Vec<Node<'a>>,
-    /// Assignments (`x = ...`, `x: T = ...`), keyed by the target's text (`x`, `self.x`).
-    assignments: HashMap<&'a str, Vec<Node<'a>>>,
+    /// Assignments (`x = ...`, `x: T = ...`), keyed by the target's text (`x`, `self.x`), in
+    /// source order.
+    assignments: HashMap<&'a str, InSourceOrder<'a>>,
     /// The file names CUDA in code (strings, attributes, names), not only in comments, or NCCL,
     /// which runs only on CUDA devices (`init_process_group("nccl")` with `.to(rank)`).
     pub mentions_cuda: bool,
@@ -168,6 +169,9 @@ impl<'a> Model<'a> {
 
     /// The parent of `node` ([`Node::parent`], faster: see [`Model::ancestors`]).
     pub fn parent(&self, node: Node<'a>) -> Option<Node<'a>> {
+        if let Some(chain) = lock(&self.ancestor_chains).get(&node.id()) {
+            return chain.first().copied();
+        }
         // A top-level statement's parent is the module.
         let mut parent = self.tree.root_node();
         if self.descend(node, |n| parent = n) { Some(parent) } else { node.parent() }
@@ -191,19 +195,21 @@ impl<'a> Model<'a> {
         true
     }
 
-    /// The class a function is a method of ([`ast::method_class`], faster).
+    /// The class a function is a method of ([`ast::method_class`], faster). The walks up in
+    /// these three go through one ancestor chain, which is memoised: rules ask them of the same
+    /// functions and statements again and again.
     pub fn method_class(&self, function: Node<'a>) -> Option<Node<'a>> {
-        ast::method_class_by(function, |n| self.parent(n))
+        ast::method_class_among(self.ancestors(function))
     }
 
     /// Decorator expressions of a function or class (`torch.no_grad()` in `@torch.no_grad()`).
     pub fn decorators(&self, definition: Node<'a>) -> Vec<Node<'a>> {
-        ast::decorators_by(definition, |n| self.parent(n))
+        ast::decorators_under(self.ancestors(definition).next())
     }
 
     /// The statement that holds a node ([`ast::statement_of`], faster).
     pub fn statement_of(&self, node: Node<'a>) -> Node<'a> {
-        ast::statement_of_by(node, |n| self.parent(n))
+        ast::statement_of_among(node, self.ancestors(node))
     }
 
     /// The smallest node that spans `start..end` ([`Node::descendant_for_byte_range`] of the root,
@@ -329,7 +335,15 @@ impl<'a> Model<'a> {
     }
 
     pub fn assignments_to(&self, target: &str) -> &[Node<'a>] {
-        self.assignments.get(target).map_or(&[], Vec::as_slice)
+        self.assignments.get(target).map_or(&[], |assignments| assignments)
+    }
+
+    /// The assignments to `target` inside `node`, in source order: a common name (`loss`) is
+    /// assigned all over a long script, and a rule asks about one function or loop of it.
+    pub fn assignments_to_within(&self, target: &str, node: Node<'_>) -> impl Iterator<Item = Node<'a>> + '_ {
+        let end = node.end_byte();
+        let starting = self.assignments.get(target).map_or(&[][..], |a| a.starting_in(node.start_byte(), end));
+        starting.iter().copied().filter(move |assignment| assignment.end_byte() <= end)
     }
 
     /// The qualified name of a name or attribute chain, through imports.
@@ -573,7 +587,7 @@ impl<'a> Model<'a> {
 impl<'a> Model<'a> {
     /// Every assignment target with its assignments, in a stable order.
     pub fn assignment_targets(&self) -> Vec<(&'a str, &[Node<'a>])> {
-        let mut targets: Vec<_> = self.assignments.iter().map(|(k, v)| (*k, v.as_slice())).collect();
+        let mut targets: Vec<_> = self.assignments.iter().map(|(k, v)| (*k, &v[..])).collect();
         targets.sort_by_key(|(_, v)| v.first().map(|n| n.start_byte()));
         targets
     }
