@@ -34,6 +34,13 @@ pub struct DiagnosticData {
     pub fix: Option<Fix>,
 }
 
+/// [`DiagnosticData`] as it is written: the same JSON, from a borrowed fix.
+#[derive(Serialize)]
+struct DiagnosticDataRef<'a> {
+    version: i32,
+    fix: Option<&'a Fix>,
+}
+
 pub fn rule_url(code: &str) -> Option<Uri> {
     format!("{RULE_DOCS_BASE_URL}{code}.md").parse().ok()
 }
@@ -54,7 +61,7 @@ pub fn to_lsp(diagnostic: &Diagnostic, mapper: &PositionMapper<'_>, uri: &Uri, v
             message: related.message.clone(),
         })
         .collect();
-    let data = DiagnosticData { version, fix: diagnostic.fix.clone() };
+    let data = DiagnosticDataRef { version, fix: diagnostic.fix.as_ref() };
     lsp::Diagnostic {
         range: mapper.range(diagnostic.range),
         severity: Some(severity(diagnostic.severity)),

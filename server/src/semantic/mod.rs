@@ -391,7 +391,7 @@ impl<'a> Model<'a> {
             "identifier" => {
                 let name = text(function, source);
                 if let Some(binding) = self.imports.binding(name) {
-                    return self.resolve_imported(&binding.qualified.clone());
+                    return self.resolve_imported(&binding.qualified);
                 }
                 self.local_function(name).map_or_else(|| self.resolve_star_imported(name), CallTarget::Local)
             }
@@ -409,7 +409,8 @@ impl<'a> Model<'a> {
                         .find(|f| self.method_class(*f).is_some_and(|c| c.id() == class.id()))
                         .map_or(CallTarget::Dynamic, CallTarget::Local);
                 }
-                match self.qualified_name(function) {
+                // The callee's qualified name is memoised per call; rules ask for it too.
+                match self.call_qualified_name(call) {
                     Some(qualified) => self.resolve_imported(&qualified),
                     None => CallTarget::Dynamic,
                 }
