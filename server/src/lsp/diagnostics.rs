@@ -5,14 +5,15 @@
 
 use std::sync::LazyLock;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use tower_lsp_server::ls_types::{
     self as lsp, CodeDescription, DiagnosticRelatedInformation, DiagnosticTag, Location, NumberOrString, Uri,
 };
 
 use crate::diagnostic::{Diagnostic, Severity};
-use crate::fix::Fix;
+use crate::fix::{Applicability, Edit, Fix};
 use crate::lsp::position::PositionMapper;
+use crate::text::TextRange;
 
 /// Every diagnostic's `source`.
 pub const SOURCE: &str = "culint";
@@ -28,17 +29,49 @@ pub const RULE_DOCS_BASE_URL: &str = "https://github.com/culint/culint/blob/main
 /// params into a `serde_json::Value` tree before writing them, and each fix as an object is a
 /// tree of its own, copied node by node; as a string it is copied in one piece. A large file's
 /// publish takes less than half as long (BENCHMARKS.md). Clients pass `data` back untouched.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+///
+/// The string holds an array, `[version, fix]`, with the fix `null` or
+/// `[title, applicability, [[start, end, content], ...]]`: field names would be repeated in every
+/// diagnostic of every publish, and escaped once more inside the string.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DiagnosticData {
     pub version: i32,
     pub fix: Option<Fix>,
 }
 
-/// [`DiagnosticData`] as it is written: the same JSON, from a borrowed fix.
-#[derive(Serialize)]
-struct DiagnosticDataRef<'a> {
-    version: i32,
-    fix: Option<&'a Fix>,
+/// A fix as `data` writes it.
+type WireFix = (String, Applicability, Vec<(usize, usize, String)>);
+
+impl DiagnosticData {
+    /// The `data` string of a diagnostic with `fix` in document `version`.
+    fn write(version: i32, fix: Option<&Fix>) -> Option<String> {
+        struct Edits<'a>(&'a [Edit]);
+        impl Serialize for Edits<'_> {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.collect_seq(self.0.iter().map(|e| (e.range.start, e.range.end, e.content.as_str())))
+            }
+        }
+        let fix = fix.map(|fix| (fix.title.as_str(), fix.applicability, Edits(&fix.edits)));
+        serde_json::to_string(&(version, fix)).ok()
+    }
+
+    /// What [`DiagnosticData::write`] wrote, or `None` for anything else.
+    fn read(data: &str) -> Option<Self> {
+        let (version, fix): (i32, Option<WireFix>) = serde_json::from_str(data).ok()?;
+        let fix = match fix {
+            None => None,
+            Some((title, applicability, edits)) => {
+                let edits = edits
+                    .into_iter()
+                    .map(|(start, end, content)| {
+                        (start <= end).then(|| Edit::replacement(TextRange::new(start, end), content))
+                    })
+                    .collect::<Option<Vec<Edit>>>()?;
+                Some(Fix { title, applicability, edits })
+            }
+        };
+        Some(Self { version, fix })
+    }
 }
 
 pub fn rule_url(code: &str) -> Option<Uri> {
@@ -61,7 +94,6 @@ pub fn to_lsp(diagnostic: &Diagnostic, mapper: &PositionMapper<'_>, uri: &Uri, v
             message: related.message.clone(),
         })
         .collect();
-    let data = DiagnosticDataRef { version, fix: diagnostic.fix.as_ref() };
     lsp::Diagnostic {
         range: mapper.range(diagnostic.range),
         severity: Some(severity(diagnostic.severity)),
@@ -71,7 +103,7 @@ pub fn to_lsp(diagnostic: &Diagnostic, mapper: &PositionMapper<'_>, uri: &Uri, v
         message: diagnostic.message.clone(),
         related_information: (!related.is_empty()).then_some(related),
         tags: diagnostic.deprecated.then(|| vec![DiagnosticTag::DEPRECATED]),
-        data: serde_json::to_string(&data).ok().map(serde_json::Value::String),
+        data: DiagnosticData::write(version, diagnostic.fix.as_ref()).map(serde_json::Value::String),
     }
 }
 
@@ -90,7 +122,7 @@ pub fn data_of(diagnostic: &lsp::Diagnostic) -> Option<DiagnosticData> {
         return None;
     }
     match diagnostic.data.as_ref()? {
-        serde_json::Value::String(data) => serde_json::from_str(data).ok(),
+        serde_json::Value::String(data) => DiagnosticData::read(data),
         _ => None,
     }
 }
@@ -99,9 +131,7 @@ pub fn data_of(diagnostic: &lsp::Diagnostic) -> Option<DiagnosticData> {
 mod tests {
     use super::*;
     use crate::diagnostic::Related;
-    use crate::fix::Edit;
     use crate::lsp::position::PositionEncoding;
-    use crate::text::TextRange;
 
     fn sample(text: &str) -> Diagnostic {
         let start = text.find("torch.cuda.amp").unwrap();
@@ -140,6 +170,32 @@ mod tests {
         let data = data_of(&lsp).unwrap();
         assert_eq!(data.version, 7);
         assert_eq!(data.fix, sample(text).fix);
+    }
+
+    /// `data` written is read back as it was; anything else a client sends is not read, and
+    /// the code action falls back to a fresh lint.
+    #[test]
+    fn data_round_trips_and_malformed_data_is_not_read() {
+        let text = "import torch\nwith torch.cuda.amp.autocast():\n    pass\n";
+        let moved = Fix::unsafe_edits(
+            "Move \"it\"",
+            vec![Edit::deletion(TextRange::new(3, 9)), Edit::insertion(20, "\n    torch.cuda.empty_cache()")],
+        );
+        for fix in [None, sample(text).fix, Some(moved)] {
+            let written = DiagnosticData::write(3, fix.as_ref()).unwrap();
+            assert_eq!(DiagnosticData::read(&written), Some(DiagnosticData { version: 3, fix }), "{written}");
+        }
+        for malformed in [
+            "",
+            "null",
+            "[1]",
+            r#"{"version":1,"fix":null}"#,
+            r#"[1,["t","maybe",[]]]"#,
+            r#"[1,["t","safe",[[9,3,""]]]]"#,
+            r#"[1,["t","safe",[[-1,3,""]]]]"#,
+        ] {
+            assert_eq!(DiagnosticData::read(malformed), None, "{malformed}");
+        }
     }
 
     #[test]
