@@ -145,21 +145,85 @@ pub fn could_define(text: &str, name: &str) -> bool {
 }
 
 /// Where the lines after `from` stop belonging to a block indented deeper than `indent`: the
-/// next `def`, `class` or decorator line indented no deeper.
+/// next `def`, `class` or decorator line indented no deeper that starts a logical line. A line
+/// inside brackets, a string or after a backslash keeps the block going whatever its indentation
+/// (a docstring's `def` example at column 0, `@` continuing a product in parentheses).
 fn body_end(text: &str, from: usize, indent: usize) -> usize {
     let mut start = text[from..].find('\n').map_or(text.len(), |i| from + i + 1);
+    let mut continuation = Continuation::default();
+    continuation.read(&text[from..start]);
     while start < text.len() {
         let end = text[start..].find('\n').map_or(text.len(), |i| start + i + 1);
         let line = &text[start..end];
         let code = line.trim_start_matches([' ', '\t']);
-        if line.len() - code.len() <= indent
+        if continuation.starts_logical_line()
+            && line.len() - code.len() <= indent
             && (code.starts_with('@') || def_name(code).is_some() || starts_with_word(code, "class"))
         {
             return start;
         }
+        continuation.read(line);
         start = end;
     }
     text.len()
+}
+
+/// What a line scan knows of the lines read so far: whether the next line goes on inside
+/// brackets, a string or after a backslash. A line it takes for a continuation never ends a
+/// span, so a mistake here only makes a span longer.
+#[derive(Default)]
+struct Continuation {
+    depth: usize,
+    /// The quote of the string the last line ended in: three bytes for a triple-quoted string.
+    string: Option<&'static [u8]>,
+    backslash: bool,
+}
+
+impl Continuation {
+    fn starts_logical_line(&self) -> bool {
+        self.depth == 0 && self.string.is_none() && !self.backslash
+    }
+
+    /// Read one line, with its line break.
+    fn read(&mut self, line: &str) {
+        let bytes = line.trim_end_matches(['\n', '\r']).as_bytes();
+        self.backslash = false;
+        let mut at = 0;
+        while at < bytes.len() {
+            if let Some(quote) = self.string {
+                if bytes[at] == b'\\' {
+                    at += 2;
+                } else if bytes[at..].starts_with(quote) {
+                    self.string = None;
+                    at += quote.len();
+                } else {
+                    at += 1;
+                }
+                continue;
+            }
+            match bytes[at] {
+                b'#' => return,
+                b'(' | b'[' | b'{' => self.depth += 1,
+                b')' | b']' | b'}' => self.depth = self.depth.saturating_sub(1),
+                b'\\' if at + 1 == bytes.len() => self.backslash = true,
+                quote @ (b'"' | b'\'') => {
+                    let triple: &'static [u8] = if quote == b'"' { b"\"\"\"" } else { b"'''" };
+                    let single: &'static [u8] = if quote == b'"' { b"\"" } else { b"'" };
+                    let opened = if bytes[at..].starts_with(triple) { triple } else { single };
+                    self.string = Some(opened);
+                    at += opened.len();
+                    continue;
+                }
+                _ => {}
+            }
+            at += 1;
+        }
+        // A one-quote string goes on to the next line only after a backslash; one left open
+        // without it is a syntax error, and the scan goes on after it.
+        if self.string.is_some_and(|quote| quote.len() == 1) && !bytes.ends_with(b"\\") {
+            self.string = None;
+        }
+    }
 }
 
 /// Whether a line in `range` starts a `for` or `while` statement (or what looks like one in a
@@ -500,6 +564,34 @@ mod tests {
         // A superset, never less: `inner`'s span runs on over the loop of `evaluate` after it.
         assert!(has_loop_line(text, functions[1].span(text)));
         assert!(has_loop_line(text, functions[2].span(text)));
+    }
+
+    /// Lines inside a string, brackets or after a backslash never end a span, whatever they
+    /// start with: the loop after them stays in the function's span.
+    #[test]
+    fn a_function_span_runs_on_over_continued_lines() {
+        let bodies = [
+            "    doc = \"\"\"\ndef example():\n    pass\n\"\"\"\n",
+            "    doc = r'''x\n@decorated\nclass A: pass'''\n",
+            "    y = (a\n@ b)\n",
+            "    y = [\n  1,\nclass_ ]\n",
+            "    y = a + \\\n@b\n",
+            "    s = \"one \\\ndef f(): \\\n\"\n",
+            "    s = '\"\"\"'  # not a triple quote (\n    t = \"(\"\n",
+        ];
+        for body in bodies {
+            let text = format!(
+                "def evaluate(model, data):\n{body}    for x in data:\n        model(x)\ndef after():\n    pass\n"
+            );
+            let functions: Vec<_> = defined_functions(&text).collect();
+            let span = functions[0].span(&text);
+            assert!(has_loop_line(&text, span.clone()), "{text}");
+            // It still ends where the next function starts.
+            assert!(text[span].ends_with("        model(x)\n"), "{text}");
+        }
+        // A header that breaks its line inside the parentheses.
+        let text = "def evaluate(\n    model,\n@ data):\n    for x in data:\n        model(x)\n";
+        assert!(has_loop_line(text, defined_functions(text).next().unwrap().span(text)));
     }
 
     #[test]
