@@ -4,6 +4,7 @@ use rayon::prelude::*;
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use tree_sitter::{Node, Tree};
 
 pub use crate::candidates::compile_query;
@@ -203,7 +204,7 @@ impl Diagnostic {
 
 /// Lint a parsed text. Diagnostics come back sorted by position, with suppressions applied.
 pub fn lint(text: &str, tree: &Tree, context: LintContext<'_>, settings: &LintSettings) -> Vec<Diagnostic> {
-    lint_rules(text, tree, context, settings, rules_that_could_fire(text, settings), None)
+    lint_rules(text, tree, context, settings, || rules_that_could_fire(text, settings), None)
 }
 
 /// What the last lint of a buffer found in each top-level statement: query matches and what the
@@ -212,6 +213,9 @@ pub fn lint(text: &str, tree: &Tree, context: LintContext<'_>, settings: &LintSe
 pub struct StatementCache {
     candidates: CandidateCache,
     walks: WalkCache,
+    /// Whether the last lint had rules to run: then the next one chooses its rules while the
+    /// model is built (see [`lint_rules`]).
+    had_rules: AtomicBool,
 }
 
 impl StatementCache {
@@ -232,29 +236,48 @@ pub fn lint_again(
     settings: &LintSettings,
     cache: &StatementCache,
 ) -> Vec<Diagnostic> {
-    lint_rules(text, tree, context, settings, rules_admitted_by_raw_text(text, settings), Some(cache))
+    lint_rules(text, tree, context, settings, || rules_admitted_by_raw_text(text, settings), Some(cache))
 }
 
-/// [`lint`] with the rules already chosen by [`rules_that_could_fire`].
+/// [`lint`] with the rules that `choose` picks ([`rules_that_could_fire`] or the like).
 fn lint_rules(
     text: &str,
     tree: &Tree,
     context: LintContext<'_>,
     settings: &LintSettings,
-    active: Vec<&'static Rule>,
+    choose: impl FnOnce() -> Vec<&'static Rule> + Send,
     cache: Option<&StatementCache>,
 ) -> Vec<Diagnostic> {
     let mut diagnostics = Vec::new();
     if settings.show_syntax_errors {
         diagnostics.extend(syntax_errors(tree));
     }
-    if !active.is_empty() {
-        // Two independent walks over the whole tree; on a large file each takes milliseconds, and
-        // an editor waits for both.
-        let (model, candidates) = rayon::join(
-            || Model::with_cache(text, tree, context, cache.map(|c| &c.walks)),
-            || candidates_by_rule(text, tree, &active, cache.map(|c| &c.candidates)),
-        );
+    // The model and the rules' query matches: two independent walks over the whole tree; on a
+    // large file each takes milliseconds, and an editor waits for both.
+    let build_model = || Model::with_cache(text, tree, context, cache.map(|c| &c.walks));
+    let query = |active: &[&'static Rule]| candidates_by_rule(text, tree, active, cache.map(|c| &c.candidates));
+    let checked = if cache.is_some_and(|c| c.had_rules.load(Ordering::Relaxed)) {
+        // A buffer that had rules to run at its last lint most likely has them now: the rules are
+        // chosen beside the model's build rather than before it, which takes the prefilter's scans
+        // of the whole text off the path an editor waits on.
+        let (model, (active, candidates)) = rayon::join(build_model, || {
+            let active = choose();
+            let candidates = query(&active);
+            (active, candidates)
+        });
+        Some((model, active, candidates))
+    } else {
+        let active = choose();
+        (!active.is_empty()).then(|| {
+            let (model, candidates) = rayon::join(build_model, || query(&active));
+            (model, active, candidates)
+        })
+    };
+    let checked = checked.filter(|(_, active, _)| !active.is_empty());
+    if let Some(cache) = cache {
+        cache.had_rules.store(checked.is_some(), Ordering::Relaxed);
+    }
+    if let Some((model, active, candidates)) = checked {
         // Rules check independently of each other, so they share the cores: on a large file an
         // editor waits for the slowest half rather than for all of them one after another.
         let by_rule: Vec<Vec<Diagnostic>> = active
@@ -300,7 +323,7 @@ pub fn lint_text(text: &str, context: LintContext<'_>, settings: &LintSettings) 
     if active.is_empty() && !settings.show_syntax_errors {
         return Vec::new();
     }
-    lint_rules(text, &parse(text, None), context, settings, active, None)
+    lint_rules(text, &parse(text, None), context, settings, || active, None)
 }
 
 /// Pseudo-diagnostics for the regions tree-sitter could not parse (`--show-syntax-errors`).
@@ -483,6 +506,31 @@ mod tests {
         }
     }
 
+    /// A buffer that loses what its rules need (the code is deleted) lints to nothing, and once
+    /// the code is back it lints to what a fresh lint finds; the rules are chosen before the
+    /// model's build or beside it accordingly.
+    #[test]
+    fn a_buffer_that_loses_its_rules_and_gets_them_back_lints_as_a_fresh_buffer() {
+        let settings = LintSettings::default();
+        let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/train_resnet.py"))
+            .expect("example");
+        let mut document = Document::new(&text, 1);
+        let cache = StatementCache::default();
+        let mut lint_buffer = |document: &mut Document| {
+            let tree = document.tree().clone();
+            lint_again(document.text(), &tree, LintContext::default(), &settings, &cache)
+        };
+        assert!(!lint_buffer(&mut document).is_empty());
+        assert!(cache.had_rules.load(Ordering::Relaxed));
+        document.edit(TextRange::new(0, text.len()), "x = 1\n");
+        assert!(lint_buffer(&mut document).is_empty());
+        assert!(!cache.had_rules.load(Ordering::Relaxed));
+        document.edit(TextRange::new(0, "x = 1\n".len()), &text);
+        let again = lint_buffer(&mut document);
+        assert_eq!(again, lint(&text, &parse(&text, None), LintContext::default(), &settings));
+        assert!(!again.is_empty());
+    }
+
     /// The prefilter turns away no finding: each top-level statement of every fixture and
     /// example, linted with its file's imports, gets the same findings as with every rule run.
     /// A whole fixture file would hide a miss behind the other cases that admit it.
@@ -516,7 +564,7 @@ mod tests {
                         found.into_iter().map(|d| format!("{} {:?}", d.code, d.range)).collect()
                     };
                     let filtered = codes(lint(&chunk, &tree, context, &settings));
-                    let unfiltered = codes(lint_rules(&chunk, &tree, context, &settings, every.clone(), None));
+                    let unfiltered = codes(lint_rules(&chunk, &tree, context, &settings, || every.clone(), None));
                     assert_eq!(filtered, unfiltered, "{}:\n{chunk}", path.display());
                     statements += 1;
                 }
