@@ -516,7 +516,7 @@ mod tests {
             .expect("example");
         let mut document = Document::new(&text, 1);
         let cache = StatementCache::default();
-        let mut lint_buffer = |document: &mut Document| {
+        let lint_buffer = |document: &mut Document| {
             let tree = document.tree().clone();
             lint_again(document.text(), &tree, LintContext::default(), &settings, &cache)
         };
