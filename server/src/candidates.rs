@@ -149,6 +149,11 @@ pub fn candidates_by_rule<'a>(
     active: &[&'static Rule],
     cache: Option<&CandidateCache>,
 ) -> Vec<Vec<Candidate<'a>>> {
+    // No rule, no query: a set without rules has no query of its own to compile, and the
+    // statements kept for the buffer stay those of the rules it had.
+    if active.is_empty() {
+        return Vec::new();
+    }
     let queries = RuleQueries::of(active);
     let slot_of_rule: Vec<Option<usize>> =
         RULES.iter().map(|rule| active.iter().position(|a| std::ptr::eq(*a, *rule))).collect();
@@ -256,6 +261,23 @@ mod tests {
     use crate::lint::{LintContext, LintSettings, RuleSet, lint};
     use crate::parse::parse;
     use crate::text::TextRange;
+
+    /// A buffer whose text no rule admits asks for the candidates of no rule, again and again
+    /// as it is edited: that set is never compiled (its query would capture no `@violation`, and
+    /// the compilation panicked on its thread), and the statements kept for the buffer stay.
+    #[test]
+    fn no_rules_have_no_candidates_and_no_query_of_their_own() {
+        let text = include_str!("../../tests/fixtures/CUL201.py");
+        let tree = parse(text, None);
+        let cache = CandidateCache::default();
+        let every: Vec<&'static Rule> = RULES.to_vec();
+        let before = candidates_by_rule(text, &tree, &every, Some(&cache)).iter().map(Vec::len).sum::<usize>();
+        for _ in 0..SPECIALISE_AFTER + 2 {
+            assert!(candidates_by_rule(text, &tree, &[], Some(&cache)).is_empty());
+        }
+        assert!(!SPECIALISED.lock().unwrap_or_else(PoisonError::into_inner).contains_key(&Vec::new()));
+        assert_eq!(candidates_by_rule(text, &tree, &every, Some(&cache)).iter().map(Vec::len).sum::<usize>(), before);
+    }
 
     /// A set of rules is linted first with the query of every rule, then with its own: the
     /// candidates, and so the findings, must not depend on which.
