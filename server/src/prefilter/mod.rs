@@ -147,83 +147,44 @@ pub fn could_define(text: &str, name: &str) -> bool {
 /// Where the lines after `from` stop belonging to a block indented deeper than `indent`: the
 /// next `def`, `class` or decorator line indented no deeper that starts a logical line. A line
 /// inside brackets, a string or after a backslash keeps the block going whatever its indentation
-/// (a docstring's `def` example at column 0, `@` continuing a product in parentheses).
+/// (a docstring's `def` example at column 0, `@` continuing a product in parentheses). A literal
+/// the scan cannot close is read on as code, so a mistake only makes the span longer or leaves it
+/// as a plain line scan would.
 fn body_end(text: &str, from: usize, indent: usize) -> usize {
-    let mut start = text[from..].find('\n').map_or(text.len(), |i| from + i + 1);
-    let mut continuation = Continuation::default();
-    continuation.read(&text[from..start]);
-    while start < text.len() {
-        let end = text[start..].find('\n').map_or(text.len(), |i| start + i + 1);
-        let line = &text[start..end];
-        let code = line.trim_start_matches([' ', '\t']);
-        if continuation.starts_logical_line()
-            && line.len() - code.len() <= indent
-            && (code.starts_with('@') || def_name(code).is_some() || starts_with_word(code, "class"))
-        {
-            return start;
+    let bytes = text.as_bytes();
+    // Open brackets: inside them a line break does not end the statement.
+    let mut depth = 0usize;
+    let mut at = from;
+    while at < bytes.len() {
+        match bytes[at] {
+            b'\n' if depth == 0 && ends_block(&text[at + 1..], indent) => return at + 1,
+            // A line continuation, or an escape outside a string: the next line goes on.
+            b'\\' if bytes.get(at + 1) == Some(&b'\r') => at += 2,
+            b'\\' => at += 1,
+            b'#' => {
+                at = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |i| at + i);
+                continue;
+            }
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+            quote @ (b'"' | b'\'') => {
+                if let Some(end) = string_end(bytes, at, quote) {
+                    at = end;
+                    continue;
+                }
+            }
+            _ => {}
         }
-        continuation.read(line);
-        start = end;
+        at += 1;
     }
     text.len()
 }
 
-/// What a line scan knows of the lines read so far: whether the next line goes on inside
-/// brackets, a string or after a backslash. A line it takes for a continuation never ends a
-/// span, so a mistake here only makes a span longer.
-#[derive(Default)]
-struct Continuation {
-    depth: usize,
-    /// The quote of the string the last line ended in: three bytes for a triple-quoted string.
-    string: Option<&'static [u8]>,
-    backslash: bool,
-}
-
-impl Continuation {
-    fn starts_logical_line(&self) -> bool {
-        self.depth == 0 && self.string.is_none() && !self.backslash
-    }
-
-    /// Read one line, with its line break.
-    fn read(&mut self, line: &str) {
-        let bytes = line.trim_end_matches(['\n', '\r']).as_bytes();
-        self.backslash = false;
-        let mut at = 0;
-        while at < bytes.len() {
-            if let Some(quote) = self.string {
-                if bytes[at] == b'\\' {
-                    at += 2;
-                } else if bytes[at..].starts_with(quote) {
-                    self.string = None;
-                    at += quote.len();
-                } else {
-                    at += 1;
-                }
-                continue;
-            }
-            match bytes[at] {
-                b'#' => return,
-                b'(' | b'[' | b'{' => self.depth += 1,
-                b')' | b']' | b'}' => self.depth = self.depth.saturating_sub(1),
-                b'\\' if at + 1 == bytes.len() => self.backslash = true,
-                quote @ (b'"' | b'\'') => {
-                    let triple: &'static [u8] = if quote == b'"' { b"\"\"\"" } else { b"'''" };
-                    let single: &'static [u8] = if quote == b'"' { b"\"" } else { b"'" };
-                    let opened = if bytes[at..].starts_with(triple) { triple } else { single };
-                    self.string = Some(opened);
-                    at += opened.len();
-                    continue;
-                }
-                _ => {}
-            }
-            at += 1;
-        }
-        // A one-quote string goes on to the next line only after a backslash; one left open
-        // without it is a syntax error, and the scan goes on after it.
-        if self.string.is_some_and(|quote| quote.len() == 1) && !bytes.ends_with(b"\\") {
-            self.string = None;
-        }
-    }
+/// Whether a line that starts a logical line ends a block indented deeper than `indent`.
+fn ends_block(line: &str, indent: usize) -> bool {
+    let code = line.trim_start_matches([' ', '\t']);
+    line.len() - code.len() <= indent
+        && (code.starts_with('@') || def_name(code).is_some() || starts_with_word(code, "class"))
 }
 
 /// Whether a line in `range` starts a `for` or `while` statement (or what looks like one in a
