@@ -2,6 +2,7 @@
 //! CUDA errors people already hit, and checks the GPU they will run on.
 
 pub mod candidates;
+pub mod check_cache;
 pub mod cli;
 pub mod config;
 pub mod cuda_env;

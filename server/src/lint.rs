@@ -4,18 +4,21 @@ use rayon::prelude::*;
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use tree_sitter::{Node, Tree};
 
 pub use crate::candidates::compile_query;
 use crate::candidates::{CandidateCache, candidates_by_rule};
+use crate::check_cache::{CheckCache, CheckSession, KeptChecks, RuleFindings};
 use crate::diagnostic::{Diagnostic, Related, Severity};
 use crate::fix::{Applicability, Fix, apply_fixes};
 use crate::hardware::HardwareFacts;
 use crate::parse::{error_count, parse};
 use crate::prefilter::{self, PresentTokens};
 use crate::project::ProjectIndex;
-use crate::rules::{RULES, Rule};
+use crate::rules::{Candidate, RULES, Rule};
+use crate::semantic::reads::{self, Reads};
 use crate::semantic::{Model, WalkCache};
 use crate::suppression::{Suppressions, selector_matches};
 use crate::text::{LineIndex, TextRange};
@@ -69,7 +72,7 @@ impl RuleSet {
 
 /// Everything a lint run needs besides the text: which rules, how severe, and what is known
 /// about the project and the hardware.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct LintSettings {
     pub rules: RuleSet,
     /// Severity overrides keyed by rule code.
@@ -139,8 +142,9 @@ pub struct Checker<'m, 'a> {
     pub hardware: Option<&'m HardwareFacts>,
     rule: &'static Rule,
     diagnostics: Vec<Diagnostic>,
-    /// Per-file facts a rule computes once and reuses across its candidates (see [`Checker::memo`]).
-    memo: foldhash::HashMap<usize, Box<dyn std::any::Any>>,
+    /// Per-file facts a rule computes once and reuses across its candidates (see [`Checker::memo`]),
+    /// with what computing each read.
+    memo: foldhash::HashMap<usize, (Box<dyn std::any::Any>, Reads)>,
 }
 
 impl<'m, 'a> Checker<'m, 'a> {
@@ -171,17 +175,22 @@ impl<'m, 'a> Checker<'m, 'a> {
 
     /// Compute a value once per file and rule, keyed by `key` (a node id, or 0 for a file-wide
     /// fact): candidates of one rule often ask the same whole-file question.
+    /// A value used again is read again: what computing it read is recorded anew.
     pub fn memo<T: Clone + 'static>(&mut self, key: usize, compute: impl FnOnce() -> T) -> T {
-        if let Some(value) = self.memo.get(&key).and_then(|v| v.downcast_ref::<T>()) {
+        if let Some((value, reads)) = self.memo.get(&key)
+            && let Some(value) = value.downcast_ref::<T>()
+        {
+            reads::replay(reads);
             return value.clone();
         }
-        let value = compute();
-        self.memo.insert(key, Box::new(value.clone()));
+        let (value, reads) = reads::recording_through(compute);
+        self.memo.insert(key, (Box::new(value.clone()), reads));
         value
     }
 
-    /// Whether the current rule has reported anything in this file yet.
+    /// Whether the current rule has reported anything in this file yet: a read of the whole file.
     pub fn has_reported(&self) -> bool {
+        reads::read_whole_file();
         !self.diagnostics.is_empty()
     }
 
@@ -213,16 +222,24 @@ pub fn lint(text: &str, tree: &Tree, context: LintContext<'_>, settings: &LintSe
 pub struct StatementCache {
     candidates: CandidateCache,
     walks: WalkCache,
+    checks: CheckCache,
     /// Whether the last lint had rules to run: then the next one chooses its rules while the
     /// model is built (see [`lint_rules`]).
     had_rules: AtomicBool,
 }
 
 impl StatementCache {
+    /// The kept checks (tests poison them to see that they are used).
+    #[cfg(test)]
+    pub(crate) fn checks(&self) -> &CheckCache {
+        &self.checks
+    }
+
     /// Forget every statement (a buffer that went idle gives its memory back).
     pub fn clear(&self) {
         self.candidates.clear();
         self.walks.clear();
+        self.checks.clear();
     }
 }
 
@@ -278,9 +295,11 @@ fn lint_rules(
         cache.had_rules.store(checked.is_some(), Ordering::Relaxed);
     }
     if let Some((model, active, candidates)) = checked {
+        let session = cache.and_then(|c| c.checks.open(&model, tree, context, settings));
+        let kept_checks = session.as_ref().map(CheckSession::kept);
         // Rules check independently of each other, so they share the cores: on a large file an
         // editor waits for the slowest half rather than for all of them one after another.
-        let by_rule: Vec<Vec<Diagnostic>> = active
+        let by_rule: Vec<(Vec<Diagnostic>, Vec<KeptFindings>)> = active
             .into_par_iter()
             .zip(candidates)
             .map(|(rule, candidates)| {
@@ -291,16 +310,33 @@ fn lint_rules(
                     diagnostics: Vec::new(),
                     memo: foldhash::HashMap::default(),
                 };
-                for candidate in &candidates {
-                    (rule.check)(&mut checker, candidate);
-                }
+                let kept = match kept_checks {
+                    Some(session) => check_statements(&mut checker, &candidates, session),
+                    None => {
+                        candidates.iter().for_each(|candidate| (rule.check)(&mut checker, candidate));
+                        Vec::new()
+                    }
+                };
+                let mut found = checker.diagnostics;
                 if let Some(severity) = settings.severities.get(rule.code) {
-                    checker.diagnostics.iter_mut().for_each(|d| d.severity = *severity);
+                    found.iter_mut().for_each(|d| d.severity = *severity);
                 }
-                checker.diagnostics
+                (found, kept)
             })
             .collect();
-        diagnostics.extend(by_rule.into_iter().flatten());
+        let mut kept_by_statement: Vec<Vec<(usize, Arc<RuleFindings>)>> = Vec::new();
+        for (found, kept) in by_rule {
+            diagnostics.extend(found);
+            for (statement, rule, findings) in kept {
+                if kept_by_statement.len() <= statement {
+                    kept_by_statement.resize_with(statement + 1, Vec::new);
+                }
+                kept_by_statement[statement].push((rule, findings));
+            }
+        }
+        if let Some(session) = session {
+            session.finish(&model, kept_by_statement);
+        }
     }
     if !diagnostics.is_empty() {
         let lines = LineIndex::new(text);
@@ -315,6 +351,47 @@ fn lint_rules(
         diagnostics.iter_mut().for_each(|d| d.fix = None);
     }
     diagnostics
+}
+
+/// Findings of one rule in one top-level statement, to keep for the next lint: (top-level index,
+/// rule index, findings).
+type KeptFindings = (usize, usize, Arc<RuleFindings>);
+
+/// Run a rule's checks statement by statement, using what the last lint of the buffer found in a
+/// statement when it still holds (see [`crate::check_cache`]); returns what to keep.
+fn check_statements<'a>(
+    checker: &mut Checker<'_, 'a>,
+    candidates: &[Candidate<'a>],
+    session: &KeptChecks,
+) -> Vec<KeptFindings> {
+    let model = checker.model;
+    let rule = checker.rule;
+    let rule_index = crate::rules::index_of(rule);
+    // A rule's candidates come in source order, each statement's together; a stable sort by
+    // statement keeps them so, and gathers any that do not.
+    let mut by_statement: Vec<(Option<usize>, &Candidate<'a>)> =
+        candidates.iter().map(|c| (model.top_level_index(c.node), c)).collect();
+    by_statement.sort_by_key(|(statement, _)| *statement);
+    let mut kept = Vec::new();
+    for group in by_statement.chunk_by(|a, b| a.0 == b.0) {
+        let run = |checker: &mut Checker<'_, 'a>| group.iter().for_each(|(_, c)| (rule.check)(checker, c));
+        let Some(index) = group[0].0 else {
+            run(checker);
+            continue;
+        };
+        let statement = model.top_level()[index];
+        if let Some((diagnostics, findings)) = session.kept(model, rule, index, statement) {
+            checker.diagnostics.extend(diagnostics);
+            kept.push((index, rule_index, findings));
+            continue;
+        }
+        let before = checker.diagnostics.len();
+        let ((), reads) = reads::recording(|| run(checker));
+        if let Some(findings) = session.keepable(model, rule, statement, &checker.diagnostics[before..], reads) {
+            kept.push((index, rule_index, findings));
+        }
+    }
+    kept
 }
 
 /// Lint raw text: skip cheaply when no rule can fire, parse otherwise.

@@ -169,6 +169,12 @@ impl<'a, T> Recall<'_, 'a, T> {
         Some((value, placer))
     }
 
+    /// What the last lint kept of the statements not recalled so far: after every statement of
+    /// this tree was asked for, those the edit changed or removed.
+    pub fn forgotten(&self) -> impl Iterator<Item = &T> {
+        self.memory.statements.values().map(|value| &**value)
+    }
+
     /// Keep `value`, whose nodes were found in `statement` of this tree, for the next lint.
     pub fn keep(&mut self, statement: Node<'a>, value: T) {
         if let Some(subtree) = subtree_of(statement) {

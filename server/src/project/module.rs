@@ -52,13 +52,13 @@ impl ModuleSummaries {
         let (members, classes, imports) = {
             let mut model = Model::new(&text, &tree, LintContext { path: Some(path), project: None });
             let mut members: HashMap<String, Vec<usize>> = HashMap::new();
-            for (position, function) in model.functions.iter().enumerate() {
+            for (position, function) in model.all_functions().iter().enumerate() {
                 if let Some(key) = member_key(*function, &text) {
                     members.entry(key).or_default().push(position);
                 }
             }
             let classes = model
-                .classes
+                .all_classes()
                 .iter()
                 .filter(|class| is_module_level(**class))
                 .filter_map(|class| {
@@ -97,7 +97,7 @@ impl ModuleSummaries {
         let model = Model::new(text, tree, LintContext { path: Some(path), project: Some(project) });
         // A name defined in several branches (`if cuda: def setup() ... else: def setup()`) may
         // do what any of them does.
-        let mut summaries = positions.iter().map(|&position| model.function_summary(model.functions[position]));
+        let mut summaries = positions.iter().map(|&position| model.function_summary(model.all_functions()[position]));
         let mut merged = summaries.next()?;
         summaries.for_each(|other| merged.merge(&other));
         Some(merged)

@@ -21,6 +21,7 @@ pub const RULE: Rule = Rule {
     knowledge: Some("cublas/not-initialized"),
     deprecated: false,
     needs_hardware: false,
+    cached_per_statement: false,
 };
 
 const DOC: &str = r#"# cublas-handle-leak (CUL601)
@@ -195,7 +196,7 @@ fn destroyed_by_class<'a>(model: &Model<'a>, call: Node<'a>, name: &str) -> bool
         return true;
     }
     // A releasing method that hands the handle to a helper (`self._free(self.handle)`) counts too.
-    model.functions.iter().any(|f| {
+    model.all_functions().iter().any(|f| {
         model.method_class(*f).is_some_and(|c| c.id() == class.id())
             && ast::function_name(*f, model.text).is_some_and(|n| RELEASING_METHODS.contains(&n))
             && model.node_text(*f).contains(name)

@@ -22,6 +22,7 @@ pub const RULE: Rule = Rule {
     knowledge: None,
     deprecated: true,
     needs_hardware: false,
+    cached_per_statement: false,
 };
 
 const DOC: &str = r#"# deprecated-cuda-amp (CUL303)

@@ -20,6 +20,7 @@ pub const RULE: Rule = Rule {
     knowledge: Some("cuda/invalid-device-ordinal"),
     deprecated: false,
     needs_hardware: true,
+    cached_per_statement: false,
 };
 
 const DOC: &str = r#"# device-index-out-of-range (CUL801)

@@ -24,6 +24,7 @@ pub const RULE: Rule = Rule {
     knowledge: Some("cuda/oom-other-processes"),
     deprecated: false,
     needs_hardware: false,
+    cached_per_statement: false,
 };
 
 const DOC: &str = r#"# device-map-auto-without-max-memory (CUL103)

@@ -21,6 +21,7 @@ pub const RULE: Rule = Rule {
     knowledge: Some("cuda/oom-fragmentation"),
     deprecated: false,
     needs_hardware: false,
+    cached_per_statement: true,
 };
 
 const DOC: &str = r#"# empty-cache-before-release (CUL202)
@@ -84,9 +85,12 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
 
 /// The last later sibling statement that releases memory: `del ...` or `gc.collect()`.
 fn last_release_after<'a>(model: &Model<'a>, statement: Node<'a>) -> Option<Node<'a>> {
+    // The siblings are found through the model's parent: at module level they are other
+    // statements, and the model notes that as a read of the whole file.
+    let parent = model.parent(statement)?;
+    let mut cursor = parent.walk();
     let mut release = None;
-    let mut next = statement.next_named_sibling();
-    while let Some(sibling) = next {
+    for sibling in parent.named_children(&mut cursor).skip_while(|s| s.id() != statement.id()).skip(1) {
         if is_release(model, sibling) {
             release = Some(sibling);
         }
@@ -94,7 +98,6 @@ fn last_release_after<'a>(model: &Model<'a>, statement: Node<'a>) -> Option<Node
             // A later `empty_cache()` already follows the releases before it.
             return None;
         }
-        next = sibling.next_named_sibling();
     }
     release
 }

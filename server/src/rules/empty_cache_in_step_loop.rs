@@ -23,6 +23,7 @@ pub const RULE: Rule = Rule {
     knowledge: Some("cuda/oom-fragmentation"),
     deprecated: false,
     needs_hardware: false,
+    cached_per_statement: true,
 };
 
 const DOC: &str = r#"# empty-cache-in-step-loop (CUL201)

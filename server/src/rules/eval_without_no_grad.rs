@@ -29,6 +29,7 @@ pub const RULE: Rule = Rule {
     knowledge: Some("cuda/oom-genuine"),
     deprecated: false,
     needs_hardware: false,
+    cached_per_statement: true,
 };
 
 const DOC: &str = r#"# eval-without-no-grad (CUL402)
@@ -168,7 +169,7 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
     // around the loop is off for every call in it, and is a question asked once.
     if in_hook
         || model.grad_disabled(node)
-        || checker.memo(0, || freezes_parameters(model))
+        || model.file_fact(freezes_parameters)
         || needs_gradients(model, node)
         || grad_switched_off_before(model, node)
     {

@@ -22,6 +22,7 @@ pub const RULE: Rule = Rule {
     knowledge: None,
     deprecated: false,
     needs_hardware: true,
+    cached_per_statement: false,
 };
 
 const DOC: &str = r#"# fp16-where-bf16-is-native (CUL802)

@@ -23,6 +23,7 @@ pub const RULE: Rule = Rule {
     knowledge: Some("cuda/oom-genuine"),
     deprecated: false,
     needs_hardware: false,
+    cached_per_statement: true,
 };
 
 const DOC: &str = r#"# graph-kept-across-iterations (CUL401)
@@ -307,7 +308,7 @@ fn last_assignment<'a>(model: &Model<'a>, name: &str, at: Node<'a>) -> Option<No
 /// `torch.stack(losses).mean().backward()`, `loss = sum(losses); loss.backward()`.
 fn accumulator_is_backpropagated<'a>(model: &Model<'a>, scope: Node<'a>, accumulator: Node<'a>) -> bool {
     let name = model.node_text(accumulator);
-    let function = model.enclosing_function(scope).unwrap_or_else(|| model.tree.root_node());
+    let function = model.scope_of(scope);
     let uses_graph = model
         .calls_named_within("backward", function)
         .chain(

@@ -22,6 +22,7 @@ pub const RULE: Rule = Rule {
     knowledge: Some("cuda/oom-fragmentation"),
     deprecated: false,
     needs_hardware: false,
+    cached_per_statement: false,
 };
 
 const DOC: &str = r#"# invalid-alloc-conf (CUL204)

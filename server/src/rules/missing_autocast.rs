@@ -25,6 +25,7 @@ pub const RULE: Rule = Rule {
     knowledge: Some("cuda/oom-genuine"),
     deprecated: false,
     needs_hardware: false,
+    cached_per_statement: true,
 };
 
 const DOC: &str = r#"# missing-autocast (CUL302)
@@ -89,10 +90,7 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
     if step_loop.backward_calls.first().map(|c| c.id()) != Some(backward.id()) {
         return;
     }
-    if !model.mentions_cuda
-        || checker.memo(0, || file_uses_reduced_precision(model))
-        || loop_uses_autocast(model, step_loop)
-    {
+    if !model.mentions_cuda || model.file_fact(file_uses_reduced_precision) || loop_uses_autocast(model, step_loop) {
         return;
     }
     let bf16 = checker.hardware.and_then(|h| h.supports_bf16()).unwrap_or(true);

@@ -31,6 +31,7 @@ pub const RULE: Rule = Rule {
     knowledge: Some("cuda/oom-genuine"),
     deprecated: false,
     needs_hardware: false,
+    cached_per_statement: false,
 };
 
 const DOC: &str = r#"# missing-gradient-checkpointing (CUL301)
@@ -186,7 +187,7 @@ fn checkpointing_is_on(model: &Model<'_>) -> bool {
     {
         return true;
     }
-    model.calls.iter().any(|call| model.callee_summary(*call).is_some_and(|s| s.enables_checkpointing))
+    model.all_calls().iter().any(|call| model.callee_summary(*call).is_some_and(|s| s.enables_checkpointing))
 }
 
 /// The loaded model is handed to a helper the checker cannot see, which may enable checkpointing:
@@ -194,7 +195,7 @@ fn checkpointing_is_on(model: &Model<'_>) -> bool {
 fn model_reaches_unseen_helper(model: &Model<'_>, load: Node<'_>) -> bool {
     let Some(target) = load_target(load) else { return false };
     let name = model.node_text(target);
-    model.calls.iter().any(|call| {
+    model.all_calls().iter().any(|call| {
         let opaque = match model.resolve_call(*call) {
             CallTarget::Unseen => true,
             CallTarget::Local(_) | CallTarget::Project(_) => {

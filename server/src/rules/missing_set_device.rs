@@ -25,6 +25,7 @@ pub const RULE: Rule = Rule {
     knowledge: Some("cuda/oom-other-processes"),
     deprecated: false,
     needs_hardware: false,
+    cached_per_statement: false,
 };
 
 const DOC: &str = r#"# missing-set-device (CUL101)
@@ -194,7 +195,7 @@ fn inside_cuda_device_context<'a>(model: &Model<'a>, node: Node<'a>) -> bool {
 /// in the same scope.
 fn sets_device_first<'a>(model: &Model<'a>, placement: Node<'a>) -> bool {
     let placement_scope = model.enclosing_function(placement).map(|f| f.id());
-    model.calls.iter().any(|call| {
+    model.all_calls().iter().any(|call| {
         let sets_device = model.call_resolves_to(*call, names::SET_DEVICE)
             || model.callee_summary(*call).is_some_and(|s| s.calls_set_device);
         let later_in_same_scope =
@@ -215,7 +216,7 @@ fn device_visibility_set(model: &Model<'_>) -> bool {
 /// project) but handing over to code that is unseen, as `init_distributed_mode` calling a cluster
 /// launcher's `bind_process` does.
 fn unseen_setup_helper(model: &Model<'_>) -> bool {
-    model.calls.iter().any(|call| {
+    model.all_calls().iter().any(|call| {
         let opaque = match model.resolve_call(*call) {
             CallTarget::Unseen => true,
             CallTarget::Local(_) | CallTarget::Project(_) => {

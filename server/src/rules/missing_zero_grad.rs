@@ -24,6 +24,7 @@ pub const RULE: Rule = Rule {
     knowledge: None,
     deprecated: false,
     needs_hardware: false,
+    cached_per_statement: true,
 };
 
 const DOC: &str = r#"# missing-zero-grad (CUL501)

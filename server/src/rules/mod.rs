@@ -85,6 +85,12 @@ pub struct Rule {
     pub deprecated: bool,
     /// The rule needs hardware facts and stays quiet without them.
     pub needs_hardware: bool,
+    /// An edited buffer's next lint may keep this rule's findings in the top-level statements the
+    /// edit could not have changed ([`crate::check_cache`]). Only for a rule whose check reads
+    /// the file beyond the candidate's statement through the model's recorded reads alone
+    /// ([`crate::semantic::reads`]): no walk from the module, no sibling at module level, no scan
+    /// of the whole text, no state carried from one candidate to the next but [`Checker::memo`].
+    pub cached_per_statement: bool,
 }
 
 /// Every rule, in code order.

@@ -25,6 +25,7 @@ pub const RULE: Rule = Rule {
     knowledge: Some("cuda/oom-genuine"),
     deprecated: false,
     needs_hardware: true,
+    cached_per_statement: false,
 };
 
 const DOC: &str = r#"# model-exceeds-gpu-memory (CUL803)

@@ -21,6 +21,7 @@ pub const RULE: Rule = Rule {
     knowledge: Some("cuda/oom-genuine"),
     deprecated: false,
     needs_hardware: false,
+    cached_per_statement: false,
 };
 
 const DOC: &str = r#"# retain-graph-in-loop (CUL404)

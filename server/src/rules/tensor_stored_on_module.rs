@@ -24,6 +24,7 @@ pub const RULE: Rule = Rule {
     knowledge: Some("cuda/oom-genuine"),
     deprecated: false,
     needs_hardware: false,
+    cached_per_statement: false,
 };
 
 const DOC: &str = r#"# tensor-stored-on-module (CUL403)
@@ -448,7 +449,7 @@ fn is_module_class(model: &Model<'_>, class: Node<'_>, depth: usize) -> bool {
         }
         depth < BASE_DEPTH
             && base.kind() == "identifier"
-            && model.classes.iter().any(|c| {
+            && model.all_classes().iter().any(|c| {
                 c.field("name").is_some_and(|n| model.node_text(n) == model.node_text(base))
                     && c.id() != class.id()
                     && is_module_class(model, *c, depth + 1)

@@ -25,6 +25,7 @@ pub const RULE: Rule = Rule {
     knowledge: Some("cuda/oom-other-processes"),
     deprecated: false,
     needs_hardware: false,
+    cached_per_statement: false,
 };
 
 const DOC: &str = r#"# torch-load-to-saved-device (CUL102)
@@ -272,7 +273,7 @@ fn feeds_load_state_dict<'a>(model: &Model<'a>, call: Node<'a>) -> bool {
         return false;
     };
     let name = model.node_text(target);
-    let scope = model.enclosing_function(call).unwrap_or_else(|| model.tree.root_node());
+    let scope = model.scope_of(call);
     let uses = identifier_uses(model, scope, name, target);
     !uses.is_empty() && uses.iter().all(|u| is_load_state_dict_argument(model, *u))
 }

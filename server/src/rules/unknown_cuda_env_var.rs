@@ -22,6 +22,7 @@ pub const RULE: Rule = Rule {
     knowledge: Some("cublas/alloc-failed"),
     deprecated: false,
     needs_hardware: false,
+    cached_per_statement: false,
 };
 
 const DOC: &str = r#"# unknown-cuda-env-var (CUL602)

@@ -24,6 +24,7 @@ pub const RULE: Rule = Rule {
     knowledge: None,
     deprecated: false,
     needs_hardware: false,
+    cached_per_statement: true,
 };
 
 const DOC: &str = r#"# unscaled-gradient-accumulation (CUL502)
@@ -244,7 +245,7 @@ fn names_read<'a>(model: &Model<'a>, expression: Node<'a>) -> Vec<&'a str> {
 /// Assignments and augmented assignments to `name` before `call`, in the function that holds the
 /// step loop (or at module level).
 fn assignments_before<'a>(model: &Model<'a>, step_loop: Node<'a>, name: &str, call: Node<'a>) -> Vec<Node<'a>> {
-    let scope = model.enclosing_function(step_loop).unwrap_or_else(|| model.tree.root_node());
+    let scope = model.scope_of(step_loop);
     let mut found = Vec::new();
     let mut stack = vec![scope];
     let mut cursor = scope.walk();
@@ -296,7 +297,7 @@ fn insert_division<'a>(model: &Model<'a>, call: Node<'a>, subject: Node<'_>, div
     }
     // Around a syntax error the parser may not see the inserted line as an assignment before the
     // backward, so the finding would stay and each `--fix` pass would insert the line again.
-    let scope = model.enclosing_function(call).unwrap_or_else(|| model.tree.root_node());
+    let scope = model.scope_of(call);
     if scope.has_error() {
         return None;
     }

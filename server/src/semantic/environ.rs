@@ -144,7 +144,7 @@ mod tests {
     fn settings(source: &str) -> Vec<(String, Option<String>, EnvWrite)> {
         let tree = parse(source, None);
         let model = Model::new(source, &tree, LintContext::default());
-        let mut nodes: Vec<_> = model.calls.to_vec();
+        let mut nodes: Vec<_> = model.all_calls().to_vec();
         let mut stack = vec![tree.root_node()];
         while let Some(node) = stack.pop() {
             if node.kind() == "assignment" {

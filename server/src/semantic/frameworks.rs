@@ -6,7 +6,7 @@ use tree_sitter::Node;
 use super::{Model, ast};
 use crate::grammar_ids::FieldChild;
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Frameworks {
     /// `accelerate.Accelerator(...)`: it places models and, with or without `mixed_precision`
     /// (the launch config supplies it), owns precision.

@@ -5,7 +5,7 @@ use tree_sitter::Node;
 use super::{Model, ast, names};
 use crate::grammar_ids::FieldChild;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum LoopKind {
     /// The innermost loop whose own body calls `.backward(...)`: it runs once per batch.
     Step,
@@ -38,12 +38,19 @@ pub fn is_eval_function_name(name: &str) -> bool {
 
 impl<'a> Model<'a> {
     pub fn loops(&self) -> &[LoopInfo<'a>] {
-        self.loops.get_or_init(|| classify(self))
+        super::reads::read_whole_file();
+        self.classified()
+    }
+
+    /// The loops with their kinds: a fact of the whole file that an edited buffer's next lint
+    /// compares ([`crate::check_cache`]), so asking the kind of a loop records nothing.
+    pub(super) fn classified(&self) -> &[LoopInfo<'a>] {
+        self.loops.get_or_init(|| super::reads::unrecorded(|| classify(self)))
     }
 
     pub fn loop_info(&self, node: Node<'_>) -> Option<&LoopInfo<'a>> {
         // The classified loops follow `loop_nodes` one for one.
-        self.loop_index(node).map(|i| &self.loops()[i])
+        self.loop_index(node).map(|i| &self.classified()[i])
     }
 
     /// Whether `node` is an eval loop. Only a loop that passes [`is_eval_loop`], which reads
@@ -54,7 +61,7 @@ impl<'a> Model<'a> {
         let Some(i) = self.loop_index(node) else { return false };
         match self.loops.get() {
             Some(loops) => loops[i].kind == LoopKind::Eval,
-            None => is_eval_loop(self, self.loop_nodes()[i]) && self.loops()[i].kind == LoopKind::Eval,
+            None => is_eval_loop(self, self.loop_nodes[i]) && self.classified()[i].kind == LoopKind::Eval,
         }
     }
 
@@ -72,7 +79,7 @@ impl<'a> Model<'a> {
                 .loops_around_call(call)
                 .find_map(|l| self.loop_info(l).filter(|info| info.kind == LoopKind::Step));
         }
-        self.ancestors(node)
+        self.ancestor_nodes(node)
             .take_while(|n| !ast::is_function_boundary(*n))
             .filter(|n| ast::is_loop(*n))
             .find_map(|n| self.loop_info(n).filter(|l| l.kind == LoopKind::Step))
@@ -82,9 +89,7 @@ impl<'a> Model<'a> {
     pub fn enclosing_training_step(&self, node: Node<'a>) -> Option<Node<'a>> {
         let function = self.enclosing_function(node)?;
         let name = ast::function_name(function, self.text)?;
-        (name == "training_step" && self.method_class(function).is_some())
-            .then(|| self.functions.iter().copied().find(|f| f.id() == function.id()))
-            .flatten()
+        (name == "training_step" && self.method_class(function).is_some()).then_some(function)
     }
 
     /// Whether `node` runs once per batch: inside a step loop or a Lightning `training_step`.
@@ -95,7 +100,7 @@ impl<'a> Model<'a> {
     /// The file trains: it has a step loop, a `Trainer(...).train()`, or a Lightning
     /// `training_step`.
     pub fn is_training_context(&self) -> bool {
-        self.step_loops().next().is_some()
+        self.classified().iter().any(|l| l.kind == LoopKind::Step)
             || self.frameworks().trainer_train
             || self.frameworks().lightning_trainer
             || self.functions_named("training_step").iter().any(|f| self.method_class(*f).is_some())
@@ -137,7 +142,7 @@ impl<'a> Model<'a> {
 }
 
 fn classify<'a>(model: &Model<'a>) -> Vec<LoopInfo<'a>> {
-    let loops = model.loop_nodes();
+    let loops = &model.loop_nodes[..];
     // Each `.backward()` call marks its innermost enclosing loop (within the same function). A
     // marked loop is a candidate; `backward[i]` holds the calls of `loops[i]`.
     let mut backward: Vec<Option<Vec<Node<'a>>>> = vec![None; loops.len()];

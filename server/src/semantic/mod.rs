@@ -13,6 +13,7 @@ mod frameworks;
 pub mod imports;
 mod loops;
 pub mod names;
+pub mod reads;
 mod source_order;
 mod star_imports;
 pub mod summary;
@@ -35,6 +36,7 @@ pub use summary::FunctionSummary;
 pub use walk::WalkCache;
 
 use ast::text;
+use reads::{Index, Reads, read_key, read_whole_file, recording_through, replay, unrecorded};
 use source_order::InSourceOrder;
 
 pub struct Model<'a> {
@@ -45,7 +47,7 @@ pub struct Model<'a> {
     /// The module's statements, in source order: where [`Model::ancestors`] starts its descent.
     top_level: InSourceOrder<'a>,
     /// Every call, in source order.
-    pub calls: InSourceOrder<'a>,
+    calls: InSourceOrder<'a>,
     /// For each call (same index): the innermost function, class or lambda around it, and the
     /// innermost loop around it within that scope. Rules ask these of many calls, and walking up
     /// `parent()` links costs a descent from the root each time.
@@ -62,12 +64,14 @@ pub struct Model<'a> {
     with_statements: InSourceOrder<'a>,
     with_scopes: Vec<Option<Node<'a>>>,
     calls_by_name: HashMap<&'a str, InSourceOrder<'a>>,
-    pub functions: Vec<Node<'a>>,
+    functions: Vec<Node<'a>>,
     functions_by_name: HashMap<&'a str, Vec<Node<'a>>>,
-    pub classes: Vec<Node<'a>>,
+    classes: Vec<Node<'a>>,
     /// Assignments (`x = ...`, `x: T = ...`), keyed by the target's text (`x`, `self.x`), in
     /// source order.
     assignments: HashMap<&'a str, InSourceOrder<'a>>,
+    /// Every assignment, in source order.
+    assignment_nodes: InSourceOrder<'a>,
     /// The file names CUDA in code (strings, attributes, names), not only in comments, or NCCL,
     /// which runs only on CUDA devices (`init_process_group("nccl")` with `.to(rank)`).
     pub mentions_cuda: bool,
@@ -77,16 +81,22 @@ pub struct Model<'a> {
     frameworks: OnceLock<Frameworks>,
     /// Function summaries by node id: each function's own, with its local callees, and the
     /// merged ones [`Model::function_summary`] answers with.
-    own_summaries: Mutex<HashMap<usize, (FunctionSummary, Vec<Node<'a>>)>>,
-    summaries: Mutex<HashMap<usize, FunctionSummary>>,
-    /// `resolve_call` answers by call node id: rules ask about the same calls many times.
-    resolved: Mutex<HashMap<usize, CallTarget<'a>>>,
+    own_summaries: Mutex<HashMap<usize, OwnSummary<'a>>>,
+    summaries: Mutex<HashMap<usize, (FunctionSummary, Arc<Reads>)>>,
+    /// `resolve_call` answers by call node id, with what finding them read: rules ask about the
+    /// same calls many times.
+    resolved: Mutex<HashMap<usize, (CallTarget<'a>, Arc<Reads>)>>,
+    /// [`Model::file_fact`] answers by the fact's address.
+    file_facts: Mutex<HashMap<usize, bool>>,
     /// [`Model::ancestors`] answers by node id, innermost first: rules walk up from the same
     /// calls and statements again and again (a step loop's calls are checked by several rules).
     ancestor_chains: Mutex<HashMap<usize, Arc<[Node<'a>]>>>,
     /// [`Model::call_qualified_name`] answers by call node id.
     callee_qualified_names: Mutex<HashMap<usize, Option<Arc<str>>>>,
 }
+
+/// A function's own summary, the functions of this file it calls, and what making it read.
+type OwnSummary<'a> = (FunctionSummary, Vec<Node<'a>>, Arc<Reads>);
 
 /// What a call refers to, as far as the checker can see.
 #[derive(Debug, Clone)]
@@ -130,6 +140,7 @@ impl<'a> Model<'a> {
             functions_by_name: HashMap::new(),
             classes: Vec::new(),
             assignments: HashMap::new(),
+            assignment_nodes: InSourceOrder::default(),
             mentions_cuda: false,
             loops: OnceLock::new(),
             functions_stepping_outside_loops: OnceLock::new(),
@@ -138,6 +149,7 @@ impl<'a> Model<'a> {
             summaries: Default::default(),
             resolved: Default::default(),
             ancestor_chains: Default::default(),
+            file_facts: Default::default(),
             callee_qualified_names: Default::default(),
         };
         model.walk(cache);
@@ -148,7 +160,20 @@ impl<'a> Model<'a> {
     /// the root on every call, which at module level scans every statement before the node: in a
     /// large script that is most of the cost of walking up. This descends once, from the
     /// statement that holds the node.
+    ///
+    /// Reaching the module is a read of the whole file (see [`reads`]): a rule could go down
+    /// from it into any statement.
     pub fn ancestors(&self, node: Node<'a>) -> impl Iterator<Item = Node<'a>> + use<'a> {
+        let module = self.tree.root_node().id();
+        self.ancestor_nodes(node).inspect(move |n| {
+            if n.id() == module {
+                read_whole_file();
+            }
+        })
+    }
+
+    /// [`Model::ancestors`] for the model's own questions, which only look at the module's kind.
+    pub(super) fn ancestor_nodes(&self, node: Node<'a>) -> impl Iterator<Item = Node<'a>> + use<'a> {
         let chain = self.ancestor_chain(node);
         (0..chain.len()).map(move |i| chain[i])
     }
@@ -168,13 +193,20 @@ impl<'a> Model<'a> {
     }
 
     /// The parent of `node` ([`Node::parent`], faster: see [`Model::ancestors`]).
+    /// The module is a read of the whole file, as in [`Model::ancestors`].
     pub fn parent(&self, node: Node<'a>) -> Option<Node<'a>> {
-        if let Some(chain) = lock(&self.ancestor_chains).get(&node.id()) {
-            return chain.first().copied();
+        let parent = match lock(&self.ancestor_chains).get(&node.id()) {
+            Some(chain) => chain.first().copied(),
+            None => {
+                // A top-level statement's parent is the module.
+                let mut parent = self.tree.root_node();
+                if self.descend(node, |n| parent = n) { Some(parent) } else { node.parent() }
+            }
+        };
+        if parent.is_some_and(|p| p.id() == self.tree.root_node().id()) {
+            read_whole_file();
         }
-        // A top-level statement's parent is the module.
-        let mut parent = self.tree.root_node();
-        if self.descend(node, |n| parent = n) { Some(parent) } else { node.parent() }
+        parent
     }
 
     /// Walk down from the top-level statement that holds `node` to the node, calling `visit` with
@@ -199,17 +231,17 @@ impl<'a> Model<'a> {
     /// these three go through one ancestor chain, which is memoised: rules ask them of the same
     /// functions and statements again and again.
     pub fn method_class(&self, function: Node<'a>) -> Option<Node<'a>> {
-        ast::method_class_among(self.ancestors(function))
+        ast::method_class_among(self.ancestor_nodes(function))
     }
 
     /// Decorator expressions of a function or class (`torch.no_grad()` in `@torch.no_grad()`).
     pub fn decorators(&self, definition: Node<'a>) -> Vec<Node<'a>> {
-        ast::decorators_under(self.ancestors(definition).next())
+        ast::decorators_under(self.ancestor_nodes(definition).next())
     }
 
     /// The statement that holds a node ([`ast::statement_of`], faster).
     pub fn statement_of(&self, node: Node<'a>) -> Node<'a> {
-        ast::statement_of_among(node, self.ancestors(node))
+        ast::statement_of_among(node, self.ancestor_nodes(node))
     }
 
     /// The smallest node that spans `start..end` ([`Node::descendant_for_byte_range`] of the root,
@@ -224,7 +256,22 @@ impl<'a> Model<'a> {
             .last_starting_by(start)
             .filter(|s| start < s.end_byte() && end <= s.end_byte())
             .unwrap_or(root);
-        statement.descendant_for_byte_range(start, end)
+        let found = statement.descendant_for_byte_range(start, end);
+        if found.is_some_and(|n| n.id() == root.id()) {
+            read_whole_file();
+        }
+        found
+    }
+
+    /// The module's children (statements and comments), in source order: a read of the whole file.
+    pub fn top_level(&self) -> &[Node<'a>] {
+        read_whole_file();
+        &self.top_level
+    }
+
+    /// Where the top-level statement that holds `node` (or is it) is in [`Model::top_level`].
+    pub fn top_level_index(&self, node: Node<'a>) -> Option<usize> {
+        self.statement_holding(node).and_then(|s| self.top_level.position(s))
     }
 
     /// The top-level statement that holds `node` (or is it), found by a binary search.
@@ -250,7 +297,16 @@ impl<'a> Model<'a> {
                 Some(_) => {}
             }
         }
-        self.ancestors(node).find(|n| crate::grammar_ids::FUNCTION.contains(*n))
+        self.ancestor_nodes(node).find(|n| crate::grammar_ids::FUNCTION.contains(*n))
+    }
+
+    /// The innermost function around `node`, or else the module: a read of the whole file then,
+    /// since a rule searches the scope it gets.
+    pub fn scope_of(&self, node: Node<'a>) -> Node<'a> {
+        self.enclosing_function(node).unwrap_or_else(|| {
+            read_whole_file();
+            self.tree.root_node()
+        })
     }
 
     fn call_index(&self, call: Node<'_>) -> Option<usize> {
@@ -293,9 +349,39 @@ impl<'a> Model<'a> {
         self.loop_nodes.position(loop_node)
     }
 
-    /// Every `for` and `while` loop, in source order.
+    /// Every `for` and `while` loop, in source order (a read of the whole file).
     pub fn loop_nodes(&self) -> &[Node<'a>] {
+        read_whole_file();
         &self.loop_nodes
+    }
+
+    /// Every call, in source order (a read of the whole file).
+    pub fn all_calls(&self) -> &[Node<'a>] {
+        read_whole_file();
+        &self.calls
+    }
+
+    /// Every function definition, in source order (a read of the whole file).
+    pub fn all_functions(&self) -> &[Node<'a>] {
+        read_whole_file();
+        &self.functions
+    }
+
+    /// Every class definition, in source order (a read of the whole file).
+    pub fn all_classes(&self) -> &[Node<'a>] {
+        read_whole_file();
+        &self.classes
+    }
+
+    /// Note, when `node` is the module, that a question about what lies within it read the
+    /// whole file; below the module everything lies in one statement.
+    fn read_within(&self, node: Node<'_>, key: Option<(Index, &str)>) {
+        if node.id() == self.tree.root_node().id() {
+            match key {
+                Some((index, name)) => read_key(index, name),
+                None => read_whole_file(),
+            }
+        }
     }
 
     pub fn node_text(&self, node: Node<'_>) -> &'a str {
@@ -304,11 +390,13 @@ impl<'a> Model<'a> {
 
     /// Calls whose callee's final name is `name` (`backward` finds `loss.backward()`).
     pub fn calls_named(&self, name: &str) -> &[Node<'a>] {
+        read_key(Index::Calls, name);
         self.calls_by_name.get(name).map_or(&[], |calls| calls)
     }
 
     /// The calls with callee name `name` inside `node` (the node itself included), in source order.
     pub fn calls_named_within(&self, name: &str, node: Node<'_>) -> impl Iterator<Item = Node<'a>> + '_ {
+        self.read_within(node, Some((Index::Calls, name)));
         let end = node.end_byte();
         let starting = self.calls_by_name.get(name).map_or(&[][..], |calls| calls.starting_in(node.start_byte(), end));
         starting.iter().copied().filter(move |call| call.end_byte() <= end)
@@ -316,6 +404,7 @@ impl<'a> Model<'a> {
 
     /// The calls with callee name `name` that start in `start..end`, in source order.
     pub fn calls_named_starting_in(&self, name: &str, start: usize, end: usize) -> &[Node<'a>] {
+        read_key(Index::Calls, name);
         self.calls_by_name.get(name).map_or(&[], |calls| calls.starting_in(start, end))
     }
 
@@ -331,16 +420,19 @@ impl<'a> Model<'a> {
     }
 
     pub fn functions_named(&self, name: &str) -> &[Node<'a>] {
+        read_key(Index::Functions, name);
         self.functions_by_name.get(name).map_or(&[], Vec::as_slice)
     }
 
     pub fn assignments_to(&self, target: &str) -> &[Node<'a>] {
+        read_key(Index::Assignments, target);
         self.assignments.get(target).map_or(&[], |assignments| assignments)
     }
 
     /// The assignments to `target` inside `node`, in source order: a common name (`loss`) is
     /// assigned all over a long script, and a rule asks about one function or loop of it.
     pub fn assignments_to_within(&self, target: &str, node: Node<'_>) -> impl Iterator<Item = Node<'a>> + '_ {
+        self.read_within(node, Some((Index::Assignments, target)));
         let end = node.end_byte();
         let starting = self.assignments.get(target).map_or(&[][..], |a| a.starting_in(node.start_byte(), end));
         starting.iter().copied().filter(move |assignment| assignment.end_byte() <= end)
@@ -370,17 +462,34 @@ impl<'a> Model<'a> {
         self.qualified_name(node).is_some_and(|q| qualified.contains(&q.as_str()))
     }
 
+    /// The frameworks the file configures: a fact of the whole file that an edited buffer's
+    /// next lint compares ([`crate::check_cache`]), so reading it records nothing.
     pub fn frameworks(&self) -> &Frameworks {
-        self.frameworks.get_or_init(|| Frameworks::read(self))
+        self.frameworks.get_or_init(|| unrecorded(|| Frameworks::read(self)))
+    }
+
+    /// A fact of the whole file that a rule computes ([`reads::FileFact`]), once per model. It is
+    /// recorded as a fact, with its value, rather than as the reads that made it: an edited
+    /// buffer's next lint computes it again and compares.
+    pub fn file_fact(&self, fact: reads::FileFact) -> bool {
+        let known = lock(&self.file_facts).get(&(fact as usize)).copied();
+        let value = known.unwrap_or_else(|| {
+            let value = unrecorded(|| fact(self));
+            lock(&self.file_facts).insert(fact as usize, value);
+            value
+        });
+        reads::read_fact(fact, value);
+        value
     }
 
     /// What a call refers to.
     pub fn resolve_call(&self, call: Node<'a>) -> CallTarget<'a> {
-        if let Some(target) = lock(&self.resolved).get(&call.id()) {
+        if let Some((target, reads)) = lock(&self.resolved).get(&call.id()) {
+            replay(reads);
             return target.clone();
         }
-        let target = self.resolve_call_uncached(call);
-        lock(&self.resolved).insert(call.id(), target.clone());
+        let (target, reads) = recording_through(|| self.resolve_call_uncached(call));
+        lock(&self.resolved).insert(call.id(), (target.clone(), Arc::new(reads)));
         target
     }
 
@@ -427,7 +536,13 @@ impl<'a> Model<'a> {
 
     fn resolve_imported(&self, qualified: &str) -> CallTarget<'a> {
         if let Some(project) = self.context.project {
-            match project.lookup(self.context.path, qualified) {
+            // Known libraries are never looked for in the project. Any other answer depends on the
+            // project's files, which change apart from this one: a read the cache cannot follow.
+            // The other files' models read on the way are not this file's reads.
+            if qualified.starts_with('.') || !names::is_known_library(qualified) {
+                read_whole_file();
+            }
+            match unrecorded(|| project.lookup(self.context.path, qualified)) {
                 ProjectLookup::Found(summary) => return CallTarget::Project(summary),
                 ProjectLookup::Missing => return CallTarget::Unseen,
                 ProjectLookup::NotInProject => {}
@@ -453,31 +568,38 @@ impl<'a> Model<'a> {
     /// every function of this file it reaches through calls does. Mutually recursive functions
     /// reach each other, so the answer does not depend on which was asked first.
     pub fn function_summary(&self, function: Node<'a>) -> FunctionSummary {
-        if let Some(summary) = lock(&self.summaries).get(&function.id()) {
+        if let Some((summary, reads)) = lock(&self.summaries).get(&function.id()) {
+            replay(reads);
             return summary.clone();
         }
-        let (mut summary, callees) = self.own_summary(function);
-        let mut reached = std::collections::HashSet::from([function.id()]);
-        let mut pending = callees;
-        while let Some(callee) = pending.pop() {
-            if reached.insert(callee.id()) {
-                let (own, further) = self.own_summary(callee);
-                summary.merge(&own);
-                pending.extend(further);
+        let (summary, reads) = recording_through(|| {
+            let (mut summary, callees) = self.own_summary(function);
+            let mut reached = std::collections::HashSet::from([function.id()]);
+            let mut pending = callees;
+            while let Some(callee) = pending.pop() {
+                if reached.insert(callee.id()) {
+                    let (own, further) = self.own_summary(callee);
+                    summary.merge(&own);
+                    pending.extend(further);
+                }
             }
-        }
-        lock(&self.summaries).insert(function.id(), summary.clone());
+            summary
+        });
+        lock(&self.summaries).insert(function.id(), (summary.clone(), Arc::new(reads)));
         summary
     }
 
     fn own_summary(&self, function: Node<'a>) -> (FunctionSummary, Vec<Node<'a>>) {
-        if let Some(known) = lock(&self.own_summaries).get(&function.id()) {
-            return known.clone();
+        if let Some((summary, callees, reads)) = lock(&self.own_summaries).get(&function.id()) {
+            replay(reads);
+            return (summary.clone(), callees.clone());
         }
         // Computed outside the lock: it resolves calls and classifies loops, which other threads
         // linting the same model may be waiting to do.
-        let computed = summary::own_summary(self, function);
-        lock(&self.own_summaries).entry(function.id()).or_insert(computed).clone()
+        let ((summary, callees), reads) = recording_through(|| summary::own_summary(self, function));
+        let mut known = lock(&self.own_summaries);
+        let (summary, callees, _) = known.entry(function.id()).or_insert((summary, callees, Arc::new(reads)));
+        (summary.clone(), callees.clone())
     }
 
     /// Whether a call goes to a helper the checker cannot see.
@@ -487,26 +609,33 @@ impl<'a> Model<'a> {
 
     /// The indices in `loop_nodes` of the loops inside `node` (the node itself included).
     fn loop_indices_within(&self, node: Node<'_>) -> impl Iterator<Item = usize> + '_ {
+        self.read_within(node, None);
         self.loop_nodes.indices_within(node)
     }
 
     /// Whether `function` calls `.backward()` in its own body outside any loop: it runs one
     /// training step.
+    ///
+    /// The answer depends on the function's own body alone, so it records no read of the calls
+    /// found by name on the way.
     pub fn runs_one_step(&self, function: Node<'_>) -> bool {
         let stepping = self.functions_stepping_outside_loops.get_or_init(|| {
-            self.calls_named("backward")
-                .iter()
-                .filter_map(|call| self.call_index(*call))
-                .filter(|i| self.call_loops[*i].is_none())
-                .filter_map(|i| self.call_scopes[i].filter(|s| crate::grammar_ids::FUNCTION.contains(*s)))
-                .map(|scope| scope.id())
-                .collect()
+            unrecorded(|| {
+                self.calls_named("backward")
+                    .iter()
+                    .filter_map(|call| self.call_index(*call))
+                    .filter(|i| self.call_loops[*i].is_none())
+                    .filter_map(|i| self.call_scopes[i].filter(|s| crate::grammar_ids::FUNCTION.contains(*s)))
+                    .map(|scope| scope.id())
+                    .collect()
+            })
         });
         stepping.contains(&function.id())
     }
 
     /// Indices into `calls` of the calls inside `node` (the node itself included).
     fn call_indices_within(&self, node: Node<'_>) -> impl Iterator<Item = usize> + '_ {
+        self.read_within(node, None);
         self.calls.indices_within(node)
     }
 
@@ -525,6 +654,7 @@ impl<'a> Model<'a> {
     /// `with` statements inside `node` (the node itself included) but not inside a nested
     /// function, class or lambda, in source order.
     pub fn own_with_statements_within(&self, node: Node<'a>) -> impl Iterator<Item = Node<'a>> + '_ {
+        self.read_within(node, None);
         self.with_statements
             .indices_within(node)
             .filter(move |i| !scope_lies_within(self.with_scopes[*i], node))
@@ -586,8 +716,33 @@ impl<'a> Model<'a> {
 }
 
 impl<'a> Model<'a> {
+    /// The names a top-level statement files in the model's indices (see [`reads::key`]): a
+    /// check that looked one of them up may have read the statement.
+    pub fn statement_keys(&self, statement: Node<'_>) -> Vec<u64> {
+        let source = self.text;
+        let calls = self.calls.indices_within(statement).filter_map(|i| self.call_names[i]).map(|n| (Index::Calls, n));
+        let (start, end) = (statement.start_byte(), statement.end_byte());
+        let first = self.functions.partition_point(|f| f.start_byte() < start);
+        let functions = self.functions[first..]
+            .iter()
+            .take_while(|f| f.end_byte() <= end)
+            .filter_map(|f| ast::function_name(*f, source))
+            .map(|n| (Index::Functions, n));
+        let assignments = self
+            .assignment_nodes
+            .indices_within(statement)
+            .filter_map(|i| self.assignment_nodes[i].field("left"))
+            .flat_map(|left| ast::target_names(left, source))
+            .map(|n| (Index::Assignments, n));
+        let mut keys: Vec<u64> = calls.chain(functions).chain(assignments).map(|(i, n)| reads::key(i, n)).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        keys
+    }
+
     /// Every assignment target with its assignments, in a stable order.
     pub fn assignment_targets(&self) -> Vec<(&'a str, &[Node<'a>])> {
+        read_whole_file();
         let mut targets: Vec<_> = self.assignments.iter().map(|(k, v)| (*k, &v[..])).collect();
         targets.sort_by_key(|(_, v)| v.first().map(|n| n.start_byte()));
         targets

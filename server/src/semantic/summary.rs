@@ -40,7 +40,7 @@ impl FunctionSummary {
 pub(super) fn own_summary<'a>(model: &Model<'a>, function: Node<'a>) -> (FunctionSummary, Vec<Node<'a>>) {
     let mut summary = FunctionSummary {
         runs_under_no_grad: model.decorators(function).iter().any(|d| model.is_grad_disabling(*d)),
-        has_step_loop: model.loop_indices_within(function).any(|i| model.loops()[i].kind == super::LoopKind::Step)
+        has_step_loop: model.loop_indices_within(function).any(|i| model.classified()[i].kind == super::LoopKind::Step)
             || (ast::function_name(function, model.text) == Some("training_step")
                 && model.method_class(function).is_some()),
         ..FunctionSummary::default()

@@ -224,6 +224,7 @@ impl<'a> Model<'a> {
             }
             Noted::Class => self.classes.push(node),
             Noted::Assignment => {
+                self.assignment_nodes.push(node);
                 for name in names {
                     self.assignments.entry(name).or_default().push(node);
                 }

@@ -1,0 +1,432 @@
+//! Findings kept from an edited buffer's last lint, per rule and top-level statement.
+//!
+//! An edit changes one top-level statement, and on a long script the checks of the rules in
+//! every other statement are most of what a keystroke costs. A rule's findings in a statement
+//! that the reparse shared with the last tree ([`crate::tree_reuse`]) are the same as last time,
+//! moved with the statement, when nothing else they depend on changed:
+//!
+//! - **What the checks read beyond the statement**, recorded by [`crate::semantic::reads`]: no
+//!   lookup under a name that a changed statement files, before or after the edit; no read of
+//!   the whole file; every file fact a rule computed still has the value it had.
+//! - **What the whole file decides**, compared here: the settings and the file's path, how its
+//!   lines end, whether it names CUDA, its import statements, the frameworks it configures and the
+//!   kind of every loop. The checks read these freely.
+//! - **Where the findings lie**: a finding is kept only when its range, its related ranges and
+//!   its fix's edits all lie on the statement's own lines, and the rest of its last line is the
+//!   same text. Fixes read and write whole lines, so no statement may share a line with another
+//!   (a trailing comment may).
+//!
+//! A statement with a syntax error keeps no findings: what the parser makes of broken text
+//! depends on what surrounds it (the walks and queries of [`crate::semantic`] and
+//! [`crate::candidates`] keep nothing of it either). Only rules marked [`Rule::cached_per_statement`] are kept; the fuzz target
+//! `document_edits` and the keystroke tests check that a kept lint reports what a fresh one does.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use foldhash::{HashSet, HashSetExt};
+use std::hash::{BuildHasher, Hash, Hasher};
+use tree_sitter::{Node, Tree};
+
+use crate::diagnostic::Diagnostic;
+use crate::lint::{LintContext, LintSettings};
+use crate::rules::{Rule, index_of};
+use crate::semantic::reads::Reads;
+use crate::semantic::{Frameworks, Model};
+use crate::text::{TextRange, line_ending};
+use crate::tree_reuse::{Recall, StatementMemory};
+
+/// What the lints of one buffer keep of the checks.
+#[derive(Default)]
+pub struct CheckCache {
+    statements: StatementMemory<CheckedStatement>,
+    /// What the whole file decided at the last lint that kept its statements here.
+    facts: Mutex<Option<FileFacts>>,
+}
+
+impl CheckCache {
+    /// Forget every statement (a buffer that went idle gives its memory back).
+    pub fn clear(&self) {
+        self.statements.clear();
+        *self.facts.lock().unwrap_or_else(PoisonError::into_inner) = None;
+    }
+
+    /// The kept checks for one lint of `model`; `None` when another lint of the buffer holds them
+    /// (that lint is not waited for: this one checks everything and keeps nothing).
+    pub fn open<'c, 'a>(
+        &'c self,
+        model: &Model<'a>,
+        tree: &'a Tree,
+        context: LintContext<'_>,
+        settings: &LintSettings,
+    ) -> Option<CheckSession<'c, 'a>> {
+        let mut recall = self.statements.open(tree)?;
+        let facts = FileFacts::of(model, context, settings);
+        let previous = self.facts.lock().unwrap_or_else(PoisonError::into_inner).take();
+        let reusable = previous.as_ref() == Some(&facts) && facts.keeps_statements();
+        // Every statement is asked for, so that what is left over is what the edit changed.
+        let statements = model.top_level();
+        let mut changed = HashSet::new();
+        let recalled: Vec<Option<Arc<CheckedStatement>>> = statements
+            .iter()
+            .map(|statement| {
+                let kept = recall.recall(*statement).map(|(kept, _)| kept);
+                if kept.is_none() {
+                    changed.extend(model.statement_keys(*statement));
+                }
+                kept
+            })
+            .collect();
+        for forgotten in recall.forgotten() {
+            changed.extend(forgotten.keys.iter().copied());
+        }
+        Some(CheckSession { cache: self, recall, kept: KeptChecks { facts, reusable, changed, recalled } })
+    }
+}
+
+/// One lint's use of a [`CheckCache`]: the findings it may keep, and what it keeps for the next.
+pub struct CheckSession<'c, 'a> {
+    cache: &'c CheckCache,
+    recall: Recall<'c, 'a, CheckedStatement>,
+    kept: KeptChecks,
+}
+
+/// What the last lint kept, as the checks of this one, on any thread, may use it.
+pub struct KeptChecks {
+    facts: FileFacts,
+    /// Whether the file as a whole is what it was, so that kept findings may be used.
+    reusable: bool,
+    /// The keys ([`crate::semantic::reads::key`]) that the changed statements file, before the
+    /// edit and after it.
+    changed: HashSet<u64>,
+    /// By top-level index: what the last lint kept of the statement, when it is unchanged.
+    recalled: Vec<Option<Arc<CheckedStatement>>>,
+}
+
+/// The findings of one rule's checks in one statement, and what the checks read.
+pub struct RuleFindings {
+    /// Ranges from the statement's start.
+    diagnostics: Vec<Diagnostic>,
+    reads: Reads,
+    /// The text from the statement's end through the end of its last line.
+    tail: Box<str>,
+}
+
+/// What the last lint kept of a top-level statement.
+struct CheckedStatement {
+    /// The keys the statement files in the model's indices.
+    keys: Arc<[u64]>,
+    /// By rule index.
+    findings: Vec<(usize, Arc<RuleFindings>)>,
+}
+
+impl KeptChecks {
+    /// The findings `rule` had last time in the top-level statement at `index`, moved to where the
+    /// statement is now, when they still hold. The kept entry comes along to be kept again.
+    pub fn kept(
+        &self,
+        model: &Model<'_>,
+        rule: &Rule,
+        index: usize,
+        statement: Node<'_>,
+    ) -> Option<(Vec<Diagnostic>, Arc<RuleFindings>)> {
+        if !self.reusable || !rule.cached_per_statement {
+            return None;
+        }
+        let kept = self.recalled.get(index)?.as_ref()?;
+        let rule_index = index_of(rule);
+        let (_, findings) = kept.findings.iter().find(|(r, _)| *r == rule_index)?;
+        let still_hold = !findings.reads.read_any(&self.changed)
+            && findings.reads.facts().iter().all(|(fact, value)| model.file_fact(*fact) == *value)
+            && *findings.tail == *tail_of(model.text, statement);
+        still_hold.then(|| {
+            let start = statement.start_byte();
+            let moved = findings.diagnostics.iter().map(|d| moved(d, |offset| start + offset)).collect();
+            (moved, Arc::clone(findings))
+        })
+    }
+
+    /// The findings of `rule`'s checks in `statement`, with what they read, in a form to keep;
+    /// `None` when they cannot be kept (see the module's documentation).
+    pub fn keepable(
+        &self,
+        model: &Model<'_>,
+        rule: &Rule,
+        statement: Node<'_>,
+        diagnostics: &[Diagnostic],
+        reads: Reads,
+    ) -> Option<Arc<RuleFindings>> {
+        if !rule.cached_per_statement || reads.whole_file() || !self.facts.keeps_statements() {
+            return None;
+        }
+        let start = statement.start_byte();
+        let tail = tail_of(model.text, statement);
+        let lines = TextRange::new(start, statement.end_byte() + tail.len());
+        let on_own_lines = diagnostics.iter().all(|d| ranges_of(d).all(|r| lines.contains_range(r)));
+        on_own_lines.then(|| {
+            Arc::new(RuleFindings {
+                diagnostics: diagnostics.iter().map(|d| moved(d, |offset| offset - start)).collect(),
+                reads: reads.compact(),
+                tail: tail.into(),
+            })
+        })
+    }
+}
+
+impl<'a> CheckSession<'_, 'a> {
+    /// What the last lint kept, for this lint's checks.
+    pub fn kept(&self) -> &KeptChecks {
+        &self.kept
+    }
+
+    /// Keep, for the next lint, what `kept` holds per top-level index: (rule index, findings).
+    pub fn finish(mut self, model: &Model<'a>, mut kept: Vec<Vec<(usize, Arc<RuleFindings>)>>) {
+        let statements = model.top_level();
+        kept.resize_with(statements.len(), Vec::new);
+        for ((statement, findings), recalled) in statements.iter().zip(kept).zip(&self.kept.recalled) {
+            let keys = match recalled {
+                Some(recalled) => Arc::clone(&recalled.keys),
+                None => model.statement_keys(*statement).into(),
+            };
+            let findings = if statement.has_error() { Vec::new() } else { findings };
+            self.recall.keep(*statement, CheckedStatement { keys, findings });
+        }
+        *self.cache.facts.lock().unwrap_or_else(PoisonError::into_inner) = Some(self.kept.facts);
+    }
+}
+
+/// The text after `statement` up to and including the line break that ends its last line.
+fn tail_of<'t>(text: &'t str, statement: Node<'_>) -> &'t str {
+    let rest = &text[statement.end_byte()..];
+    &rest[..memchr::memchr(b'\n', rest.as_bytes()).map_or(rest.len(), |i| i + 1)]
+}
+
+/// Every range a diagnostic holds: its own, its related locations' and its fix's edits'.
+fn ranges_of(diagnostic: &Diagnostic) -> impl Iterator<Item = TextRange> + '_ {
+    let related = diagnostic.related.iter().map(|r| r.range);
+    let edits = diagnostic.fix.iter().flat_map(|f| f.edits.iter().map(|e| e.range));
+    std::iter::once(diagnostic.range).chain(related).chain(edits)
+}
+
+/// `diagnostic` with every range's offsets mapped by `map`.
+fn moved(diagnostic: &Diagnostic, map: impl Fn(usize) -> usize) -> Diagnostic {
+    let range = |r: TextRange| TextRange::new(map(r.start), map(r.end));
+    let mut moved = diagnostic.clone();
+    moved.range = range(moved.range);
+    moved.related.iter_mut().for_each(|r| r.range = range(r.range));
+    if let Some(fix) = &mut moved.fix {
+        fix.edits.iter_mut().for_each(|e| e.range = range(e.range));
+    }
+    moved
+}
+
+/// What the whole file decides, which the checks read without recording.
+#[derive(PartialEq)]
+struct FileFacts {
+    settings: LintSettings,
+    path: Option<PathBuf>,
+    /// Every statement starts a line of its own and ends before the next starts.
+    own_lines: bool,
+    line_ending: &'static str,
+    mentions_cuda: bool,
+    /// The text of every import statement, in order, and whether it is at module level.
+    imports: u64,
+    frameworks: Frameworks,
+    /// The kind of every loop, in order.
+    loop_kinds: u64,
+}
+
+impl FileFacts {
+    fn of(model: &Model<'_>, context: LintContext<'_>, settings: &LintSettings) -> Self {
+        let text = model.text;
+        let mut imports = hasher();
+        for statement in &model.imports.statements {
+            text[statement.range.start_byte..statement.range.end_byte].hash(&mut imports);
+            statement.top_level.hash(&mut imports);
+        }
+        let mut loop_kinds = hasher();
+        model.loops().iter().for_each(|l| l.kind.hash(&mut loop_kinds));
+        Self {
+            settings: settings.clone(),
+            path: context.path.map(ToOwned::to_owned),
+            own_lines: statements_own_their_lines(text, model.top_level()),
+            line_ending: line_ending(text),
+            mentions_cuda: model.mentions_cuda,
+            imports: imports.finish(),
+            frameworks: model.frameworks().clone(),
+            loop_kinds: loop_kinds.finish(),
+        }
+    }
+
+    /// Whether findings in this file may be kept statement by statement.
+    fn keeps_statements(&self) -> bool {
+        self.own_lines
+    }
+}
+
+fn hasher() -> impl Hasher {
+    foldhash::fast::FixedState::with_seed(0x6368_6563_6b73).build_hasher()
+}
+
+/// Whether every top-level statement starts at a line's start and ends on a line before the next
+/// statement starts; comments may share a statement's line.
+fn statements_own_their_lines(text: &str, top_level: &[Node<'_>]) -> bool {
+    let mut last_row = None;
+    for node in top_level.iter().filter(|n| n.kind() != "comment") {
+        let start = node.start_position();
+        let line_start = start.column == 0 || (start.row == 0 && text.starts_with('\u{feff}') && start.column == 3);
+        if !line_start || last_row.is_some_and(|row| row >= start.row) {
+            return false;
+        }
+        last_row = Some(node.end_position().row);
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::document::Document;
+    use crate::lint::{StatementCache, lint, lint_again};
+    use crate::semantic::reads::Reads;
+
+    fn summary(found: &[Diagnostic]) -> Vec<String> {
+        found.iter().map(|d| format!("{} {:?} {} {:?}", d.code, d.range, d.message, d.fix)).collect()
+    }
+
+    /// Lint `text` as a buffer, replace `old` (once in it) by `new` as an editor would, and lint
+    /// again. Returns the fresh findings before and after the edit and the kept lint's after it.
+    fn edit_and_relint(text: &str, old: &str, new: &str) -> (Vec<String>, Vec<String>, Vec<String>) {
+        assert_eq!(text.matches(old).count(), 1, "{old:?} is not once in the text");
+        let settings = LintSettings::default();
+        let cache = StatementCache::default();
+        let mut document = Document::unparsed(text, 1);
+        let lint_buffer = |document: &mut Document| {
+            let tree = document.tree().clone();
+            lint_again(document.text(), &tree, LintContext::default(), &settings, &cache)
+        };
+        // The first edit of an unparsed buffer settles its tree: the next reparse shares statements.
+        document.edit(TextRange::empty(text.len()), "# settled\n");
+        let before = lint_buffer(&mut document);
+        let at = text.find(old).expect("checked above");
+        document.edit(TextRange::new(at, at + old.len()), new);
+        let kept = lint_buffer(&mut document);
+        let after = document.text().to_owned();
+        let fresh = lint(&after, &crate::parse::parse(&after, None), LintContext::default(), &settings);
+        (summary(&before), summary(&fresh), summary(&kept))
+    }
+
+    /// An edit of one statement changes a finding in another through `reads`, and the kept lint
+    /// follows: each case fails if that read is not recorded or not compared.
+    fn assert_followed(text: &str, old: &str, new: &str, code: &str) {
+        let (before, fresh, kept) = edit_and_relint(text, old, new);
+        assert_eq!(kept, fresh, "after replacing {old:?} with {new:?}");
+        let count = |found: &[String]| found.iter().filter(|d| d.starts_with(code)).count();
+        assert_ne!(count(&before), count(&fresh), "the edit should change {code}: {before:?} -> {fresh:?}");
+    }
+
+    /// The statements an edit changes come after those whose findings they change: a reparse
+    /// shares the statements before an edit, and those after it only in a longer file.
+    const TRAIN: &str = "import torch
+
+def train(model, loader, optimizer):
+    for batch in loader:
+        loss = forward(model, batch.cuda())
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+
+def forward(model, batch):
+    return model(batch)
+
+print('done')
+";
+
+    #[test]
+    fn a_helper_that_changes_is_read_through_its_name() {
+        let with_autocast = "with torch.autocast(\"cuda\"):\n        return model(batch)";
+        assert_followed(TRAIN, "return model(batch)", with_autocast, "CUL302");
+    }
+
+    #[test]
+    fn a_file_fact_that_changes_is_computed_again() {
+        assert_followed(TRAIN, "print('done')", "torch.nn.Linear(2, 2).half()", "CUL302");
+    }
+
+    #[test]
+    fn imports_and_loop_kinds_that_change_are_compared() {
+        let text = "import torch
+
+def train(model, loader):
+    for batch in loader:
+        step(model, batch.cuda())
+        empty_cache()
+
+def step(model, batch):
+    return model(batch)
+
+from mylib import empty_cache
+";
+        // The loop in `train` becomes a step loop, through the loop kinds.
+        let stepping = text.replace("from mylib", "from torch.cuda");
+        let backward = "loss = model(batch)\n    loss.backward()";
+        assert_followed(&stepping, "return model(batch)", backward, "CUL201");
+        // `empty_cache` becomes PyTorch's, through the imports.
+        let stepping = text.replace("return model(batch)", backward);
+        assert_followed(&stepping, "from mylib", "from torch.cuda", "CUL201");
+    }
+
+    #[test]
+    fn an_assignment_that_changes_is_read_through_its_target() {
+        let text = "import torch
+
+def train(model, loader):
+    for batch in loader:
+        loss = model(batch.cuda())
+        loss.backward()
+        sgd.step()
+
+sgd = make_sgd()
+";
+        assert_followed(text, "make_sgd()", "torch.optim.SGD(params)", "CUL501");
+    }
+
+    /// The tests above would pass with findings that are never kept; this one fails then.
+    #[test]
+    fn findings_of_unchanged_statements_are_kept() {
+        let text = include_str!("../../examples/train_resnet.py");
+        let settings = LintSettings::default();
+        let cache = StatementCache::default();
+        let mut document = Document::unparsed(text, 1);
+        // The first edit of an unparsed buffer settles its tree: the next reparse shares statements.
+        document.edit(TextRange::empty(text.len()), "# one\n");
+        let tree = document.tree().clone();
+        let first = lint_again(document.text(), &tree, LintContext::default(), &settings, &cache);
+        let kept_codes: Vec<&str> = first
+            .iter()
+            .filter(|d| crate::rules::by_code(&d.code).is_some_and(|r| r.cached_per_statement))
+            .map(|d| d.code.as_str())
+            .collect();
+        assert!(!kept_codes.is_empty(), "the example has no finding of a rule that keeps its findings");
+        // Every statement "had" no findings; an edit that touches none of them keeps that.
+        let no_findings = || CheckedStatement {
+            keys: Arc::from([]),
+            findings: crate::rules::RULES
+                .iter()
+                .enumerate()
+                .map(|(i, _)| {
+                    (i, Arc::new(RuleFindings { diagnostics: Vec::new(), reads: Reads::default(), tail: "\n".into() }))
+                })
+                .collect(),
+        };
+        cache.checks().statements.replace_all(no_findings);
+        document.edit(TextRange::empty(document.text().len()), "# two\n");
+        let tree = document.tree().clone();
+        let second = lint_again(document.text(), &tree, LintContext::default(), &settings, &cache);
+        assert!(
+            second.iter().all(|d| !kept_codes.contains(&d.code.as_str())),
+            "findings were checked again: {kept_codes:?} {:?}",
+            summary(&second)
+        );
+    }
+}

@@ -1,0 +1,201 @@
+//! What a rule's check reads of the file beyond the top-level statement it checks, recorded so
+//! that an edited buffer's next lint can keep the findings of the statements the edit could not
+//! have changed (see [`crate::check_cache`]).
+//!
+//! Reading a node's own subtree needs no record: a node reached from the checked statement, or
+//! through one of the reads below, lies in a statement whose text is known. What is recorded:
+//!
+//! - **Index lookups by name** (`calls_named("backward")`, `functions_named("train_step")`,
+//!   `assignments_to("loss")`): the answer changes only when a statement with an entry under that
+//!   name, before or after the edit, is edited.
+//! - **Whole-file reads** (every call, every function, every loop): anything may change them.
+//! - **File facts** a rule computes once per file ([`crate::lint::Checker::file_fact`]): they are
+//!   computed again and compared.
+//!
+//! Facts the model holds for the whole file (imports, frameworks, loop kinds, whether CUDA is
+//! named) are compared by [`crate::check_cache`] itself, so reading them records nothing.
+//!
+//! The recorder is thread-local: a rule's checks run on one thread, and the model does no work
+//! on other threads on their behalf.
+
+use std::cell::RefCell;
+use std::hash::BuildHasher;
+
+use super::Model;
+
+/// The model's indices that rules look names up in.
+#[derive(Clone, Copy, Debug)]
+pub enum Index {
+    /// Calls by their callee's final name.
+    Calls,
+    /// Function definitions by name.
+    Functions,
+    /// Assignments by target text.
+    Assignments,
+}
+
+/// A whole-file fact a rule computes, such as "the file lowers precision somewhere".
+pub type FileFact = for<'m, 'a> fn(&'m Model<'a>) -> bool;
+
+/// The reads of one check, or of a memoised computation that checks share.
+#[derive(Clone, Debug, Default)]
+pub struct Reads {
+    /// Hashes of (index, name): see [`key`].
+    keys: Vec<u64>,
+    whole_file: bool,
+    facts: Vec<(FileFact, bool)>,
+}
+
+impl Reads {
+    /// Whether anything may change what was read: nothing recorded then says what would.
+    pub fn whole_file(&self) -> bool {
+        self.whole_file
+    }
+
+    /// Whether a lookup under any of `changed` (hashes made by [`key`]) was read.
+    pub fn read_any(&self, changed: &foldhash::HashSet<u64>) -> bool {
+        self.keys.iter().any(|k| changed.contains(k))
+    }
+
+    /// The file facts read, with the value each had.
+    pub fn facts(&self) -> &[(FileFact, bool)] {
+        &self.facts
+    }
+
+    /// Sorted and without repeats: a check asks for the same names many times.
+    pub fn compact(mut self) -> Self {
+        self.keys.sort_unstable();
+        self.keys.dedup();
+        self.facts.sort_unstable_by_key(|(fact, _)| *fact as usize);
+        self.facts.dedup_by_key(|(fact, _)| *fact as usize);
+        self
+    }
+
+    fn extend(&mut self, other: &Reads) {
+        self.keys.extend_from_slice(&other.keys);
+        self.whole_file |= other.whole_file;
+        self.facts.extend_from_slice(&other.facts);
+    }
+}
+
+/// The hash a lookup of `name` in `index` is recorded under. Two names that share a hash only
+/// make a kept finding look stale more often.
+pub fn key(index: Index, name: &str) -> u64 {
+    foldhash::fast::FixedState::with_seed(0x6375_6c69_6e74).hash_one((index as u8, name))
+}
+
+thread_local! {
+    static RECORDER: RefCell<Option<Reads>> = const { RefCell::new(None) };
+}
+
+/// Note a lookup of `name` in `index`, when reads are being recorded.
+pub fn read_key(index: Index, name: &str) {
+    RECORDER.with_borrow_mut(|recorder| {
+        if let Some(reads) = recorder {
+            reads.keys.push(key(index, name));
+        }
+    });
+}
+
+/// Note a read of the whole file, when reads are being recorded.
+pub fn read_whole_file() {
+    RECORDER.with_borrow_mut(|recorder| {
+        if let Some(reads) = recorder {
+            reads.whole_file = true;
+        }
+    });
+}
+
+/// Note that a file fact was read and what it was.
+pub fn read_fact(fact: FileFact, value: bool) {
+    RECORDER.with_borrow_mut(|recorder| {
+        if let Some(reads) = recorder {
+            reads.facts.push((fact, value));
+        }
+    });
+}
+
+/// Note `reads`, made earlier by a computation whose answer is being used again.
+pub fn replay(reads: &Reads) {
+    RECORDER.with_borrow_mut(|recorder| {
+        if let Some(current) = recorder {
+            current.extend(reads);
+        }
+    });
+}
+
+/// Whether reads are being recorded on this thread: memoised answers need to keep theirs only then.
+pub fn is_recording() -> bool {
+    RECORDER.with_borrow(Option::is_some)
+}
+
+/// Run `work` with a recorder of its own; returns its answer and what it read. The recorder
+/// around it, if any, is restored afterwards and is not told of these reads.
+pub fn recording<T>(work: impl FnOnce() -> T) -> (T, Reads) {
+    let outer = Restore(RECORDER.with_borrow_mut(|r| r.replace(Reads::default())));
+    let value = work();
+    let reads = RECORDER.with_borrow_mut(Option::take).unwrap_or_default();
+    drop(outer);
+    (value, reads)
+}
+
+/// [`recording`], with the reads also told to the recorder around it: for memoised answers,
+/// which keep their reads to replay them when they are used again.
+pub fn recording_through<T>(work: impl FnOnce() -> T) -> (T, Reads) {
+    if !is_recording() {
+        return (work(), Reads::default());
+    }
+    let (value, reads) = recording(work);
+    replay(&reads);
+    (value, reads)
+}
+
+/// Run `work` without recording: for facts that are compared as a whole instead.
+pub fn unrecorded<T>(work: impl FnOnce() -> T) -> T {
+    let outer = Restore(RECORDER.with_borrow_mut(Option::take));
+    let value = work();
+    drop(outer);
+    value
+}
+
+/// Puts the recorder that was in place back, also when the work in between panics.
+struct Restore(Option<Reads>);
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        let outer = self.0.take();
+        RECORDER.with_borrow_mut(|r| *r = outer);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_go_to_the_innermost_recorder_and_memoised_ones_also_outward() {
+        assert!(!is_recording());
+        read_key(Index::Calls, "ignored");
+        let ((), outer) = recording(|| {
+            read_key(Index::Calls, "backward");
+            let ((), inner) = recording(|| read_key(Index::Functions, "train"));
+            assert_eq!(inner.keys, vec![key(Index::Functions, "train")]);
+            let ((), through) = recording_through(read_whole_file);
+            assert!(through.whole_file());
+            unrecorded(|| read_key(Index::Assignments, "loss"));
+        });
+        assert!(!is_recording());
+        assert!(outer.whole_file());
+        let changed = |name| foldhash::HashSet::from_iter([key(Index::Calls, name)]);
+        assert!(outer.read_any(&changed("backward")));
+        assert!(!outer.read_any(&changed("train")));
+        assert_ne!(key(Index::Calls, "loss"), key(Index::Assignments, "loss"));
+    }
+
+    #[test]
+    fn a_panic_inside_a_recording_leaves_no_recorder_behind() {
+        let caught = std::panic::catch_unwind(|| recording(|| panic!("in a check")));
+        assert!(caught.is_err());
+        assert!(!is_recording());
+    }
+}
