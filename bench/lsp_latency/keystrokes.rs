@@ -12,6 +12,7 @@
 //! `valgrind --tool=callgrind` with `--edits 20` and `--edits 60` and divide the difference by
 //! 40, which leaves out the opening lint.
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use culint::document::Document;
@@ -19,6 +20,7 @@ use culint::lint::{LintContext, LintSettings, StatementCache, lint, lint_again};
 use culint::lsp::diagnostics::to_lsp;
 use culint::lsp::position::{PositionEncoding, PositionMapper};
 use culint::parse::parse;
+use culint::project::ProjectIndex;
 use culint::text::TextRange;
 use tower_lsp_server::ls_types::{PublishDiagnosticsParams, Uri};
 
@@ -105,12 +107,15 @@ fn main() {
         std::process::exit(2)
     });
     let settings = LintSettings::default();
+    // As the server lints a buffer: with its path, in a project whose other files calls may reach.
+    let project = ProjectIndex::new();
+    let context = LintContext { path: Some(Path::new(&path)), project: Some(&project) };
     let uri: Uri = "file:///bench/train.py".parse().expect("a valid URI");
 
     // As the server opens a buffer: a fresh parse and lint, then a buffer without a tree, which
     // the first keystroke parses and settles.
     let opened = parse(&text, None);
-    let opening = lint(&text, &opened, LintContext::default(), &settings);
+    let opening = lint(&text, &opened, context, &settings);
     let mut document = Document::unparsed(&text, 1);
     let cache = StatementCache::default();
     println!("{path}: {} lines, {} diagnostics when opened", text.lines().count(), opening.len());
@@ -126,7 +131,7 @@ fn main() {
         let tree = document.tree().clone();
         let edited = Instant::now();
         let current = document.text();
-        let diagnostics = lint_again(current, &tree, LintContext::default(), &settings, &cache);
+        let diagnostics = lint_again(current, &tree, context, &settings, &cache);
         let linted = Instant::now();
         let mapper = PositionMapper::new(current, PositionEncoding::Utf16);
         let items = diagnostics.iter().map(|d| to_lsp(d, &mapper, &uri, version)).collect();
@@ -144,7 +149,7 @@ fn main() {
         serialize.0.push(serialized - converted);
         total.0.push(serialized - started);
         if verify {
-            let fresh = lint(current, &parse(current, None), LintContext::default(), &settings);
+            let fresh = lint(current, &parse(current, None), context, &settings);
             let describe =
                 |d: &[culint::diagnostic::Diagnostic]| d.iter().map(|d| format!("{d:?}")).collect::<Vec<_>>();
             assert_eq!(describe(&diagnostics), describe(&fresh), "keystroke {n}: the incremental lint differs");

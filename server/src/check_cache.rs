@@ -391,6 +391,24 @@ sgd = make_sgd()
         assert_followed(text, "make_sgd()", "torch.optim.SGD(params)", "CUL501");
     }
 
+    /// Classifying the loops resolves calls before any check asks, outside any recording: the
+    /// answer, memoised, must still carry the lookup that found the helper.
+    #[test]
+    fn a_call_resolved_while_loops_are_classified_keeps_its_reads() {
+        let text = "import torch
+
+def train(model, loader, optimizer):
+    for batch in loader:
+        train_step(model, batch.cuda())
+        optimizer.step()
+
+def train_step(model, batch):
+    loss = model(batch)
+    loss.backward()
+";
+        assert_followed(text, "loss.backward()", "loss.backward()\n    optimizer.zero_grad()", "CUL501");
+    }
+
     /// The tests above would pass with findings that are never kept; this one fails then.
     #[test]
     fn findings_of_unchanged_statements_are_kept() {

@@ -159,6 +159,7 @@ fn classify<'a>(model: &Model<'a>) -> Vec<LoopInfo<'a>> {
         }
         let calls_step_helper = model.own_calls_within(loop_node).any(|call| {
             model.loop_around_call(call).is_some_and(|l| l.id() == loop_node.id())
+                && may_reach_own_code(model, call)
                 && match model.resolve_call(call) {
                     super::CallTarget::Local(f) => model.runs_one_step(f),
                     super::CallTarget::Project(summary) => summary.runs_one_step,
@@ -207,10 +208,12 @@ fn classify<'a>(model: &Model<'a>) -> Vec<LoopInfo<'a>> {
                 return LoopInfo { node, kind: LoopKind::Step, backward_calls: calls.unwrap_or_default() };
             }
             let calls_step_function = || {
-                model.own_calls_within(node).any(|call| match model.resolve_call(call) {
-                    super::CallTarget::Local(f) => step_functions.contains(&f.id()),
-                    super::CallTarget::Project(summary) => summary.has_step_loop,
-                    _ => false,
+                model.own_calls_within(node).filter(|call| may_reach_own_code(model, *call)).any(|call| {
+                    match model.resolve_call(call) {
+                        super::CallTarget::Local(f) => step_functions.contains(&f.id()),
+                        super::CallTarget::Project(summary) => summary.has_step_loop,
+                        _ => false,
+                    }
                 })
             };
             let kind = if contains_step[i] || calls_step_function() {
@@ -223,6 +226,24 @@ fn classify<'a>(model: &Model<'a>) -> Vec<LoopInfo<'a>> {
             LoopInfo { node, kind, backward_calls: Vec::new() }
         })
         .collect()
+}
+
+/// Whether a call could resolve to a function of this file or of the project, the only targets
+/// that make a loop a step or epoch loop: most calls are settled without resolving them. A local
+/// target bears the callee's name; a project's is reached through an import of the callee's root
+/// name, or a star import.
+fn may_reach_own_code(model: &Model<'_>, call: Node<'_>) -> bool {
+    if model.callee_name(call).is_some_and(|n| model.functions_by_name.contains_key(n)) {
+        return true;
+    }
+    let imported = || {
+        // The name that starts the callee's text, as [`super::imports::Imports::qualified_name`]
+        // reads it: walking the chain down to its root costs more than the resolving it spares.
+        let callee = ast::callee(call).map_or("", |c| model.node_text(c));
+        let root = &callee[..callee.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(callee.len())];
+        !model.imports.wildcard_modules.is_empty() || model.imports.binding(root).is_some()
+    };
+    model.context.project.is_some() && imported()
 }
 
 fn is_eval_loop<'a>(model: &Model<'a>, node: Node<'a>) -> bool {
