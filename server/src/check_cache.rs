@@ -51,6 +51,13 @@ impl CheckCache {
         *self.facts.lock().unwrap_or_else(PoisonError::into_inner) = None;
     }
 
+    /// Work out, ahead of [`CheckCache::open`], what the whole file decides that takes long: the
+    /// kinds of its loops and the frameworks it configures (both memoised in the model).
+    pub fn prepare(model: &Model<'_>) {
+        model.loops();
+        model.frameworks();
+    }
+
     /// The kept checks for one lint of `model`; `None` when another lint of the buffer holds them
     /// (that lint is not waited for: this one checks everything and keeps nothing).
     pub fn open<'c, 'a>(

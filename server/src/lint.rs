@@ -271,7 +271,15 @@ fn lint_rules(
     }
     // The model and the rules' query matches: two independent walks over the whole tree; on a
     // large file each takes milliseconds, and an editor waits for both.
-    let build_model = || Model::with_cache(text, tree, context, cache.map(|c| &c.walks));
+    let build_model = || {
+        let model = Model::with_cache(text, tree, context, cache.map(|c| &c.walks));
+        if cache.is_some() {
+            // The kept checks compare what the whole file decides before any check runs (see
+            // [`crate::check_cache`]); decided here, it overlaps with the rules' queries.
+            CheckCache::prepare(&model);
+        }
+        model
+    };
     let query = |active: &[&'static Rule]| candidates_by_rule(text, tree, active, cache.map(|c| &c.candidates));
     let checked = if cache.is_some_and(|c| c.had_rules.load(Ordering::Relaxed)) {
         // A buffer that had rules to run at its last lint most likely has them now: the rules are
