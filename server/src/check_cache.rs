@@ -18,21 +18,21 @@
 //!
 //! A statement with a syntax error keeps no findings: what the parser makes of broken text
 //! depends on what surrounds it (the walks and queries of [`crate::semantic`] and
-//! [`crate::candidates`] keep nothing of it either). Only rules marked [`Rule::cached_per_statement`] are kept; the fuzz target
-//! `document_edits` and the keystroke tests check that a kept lint reports what a fresh one does.
+//! [`crate::candidates`] keep nothing of it either). Only the findings of rules marked
+//! [`Rule::cached_per_statement`] are kept. The fuzz target `document_edits`, the keystroke
+//! benchmark's `--verify` and the tests below check that a kept lint reports what a fresh one does.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use foldhash::{HashSet, HashSetExt};
-use std::hash::{BuildHasher, Hash, Hasher};
 use tree_sitter::{Node, Tree};
 
 use crate::diagnostic::Diagnostic;
 use crate::lint::{LintContext, LintSettings};
 use crate::rules::{Rule, index_of};
 use crate::semantic::reads::Reads;
-use crate::semantic::{Frameworks, Model};
+use crate::semantic::{Frameworks, LoopKind, Model};
 use crate::text::{TextRange, line_ending};
 use crate::tree_reuse::{Recall, StatementMemory};
 
@@ -182,7 +182,7 @@ impl KeptChecks {
 
 impl<'a> CheckSession<'_, 'a> {
     /// What the last lint kept, for this lint's checks.
-    pub fn kept(&self) -> &KeptChecks {
+    pub fn kept_checks(&self) -> &KeptChecks {
         &self.kept
     }
 
@@ -237,31 +237,26 @@ struct FileFacts {
     line_ending: &'static str,
     mentions_cuda: bool,
     /// The text of every import statement, in order, and whether it is at module level.
-    imports: u64,
+    imports: Vec<(Box<str>, bool)>,
     frameworks: Frameworks,
     /// The kind of every loop, in order.
-    loop_kinds: u64,
+    loop_kinds: Vec<LoopKind>,
 }
 
 impl FileFacts {
     fn of(model: &Model<'_>, context: LintContext<'_>, settings: &LintSettings) -> Self {
         let text = model.text;
-        let mut imports = hasher();
-        for statement in &model.imports.statements {
-            text[statement.range.start_byte..statement.range.end_byte].hash(&mut imports);
-            statement.top_level.hash(&mut imports);
-        }
-        let mut loop_kinds = hasher();
-        model.loops().iter().for_each(|l| l.kind.hash(&mut loop_kinds));
+        let imports = model.imports.statements.iter();
+        let imports = imports.map(|s| (text[s.range.start_byte..s.range.end_byte].into(), s.top_level)).collect();
         Self {
             settings: settings.clone(),
             path: context.path.map(ToOwned::to_owned),
             own_lines: statements_own_their_lines(text, model.top_level()),
             line_ending: line_ending(text),
             mentions_cuda: model.mentions_cuda,
-            imports: imports.finish(),
+            imports,
             frameworks: model.frameworks().clone(),
-            loop_kinds: loop_kinds.finish(),
+            loop_kinds: model.loops().iter().map(|l| l.kind).collect(),
         }
     }
 
@@ -269,10 +264,6 @@ impl FileFacts {
     fn keeps_statements(&self) -> bool {
         self.own_lines
     }
-}
-
-fn hasher() -> impl Hasher {
-    foldhash::fast::FixedState::with_seed(0x6368_6563_6b73).build_hasher()
 }
 
 /// Whether every top-level statement starts at a line's start and ends on a line before the next

@@ -304,7 +304,7 @@ fn lint_rules(
     }
     if let Some((model, active, candidates)) = checked {
         let session = cache.and_then(|c| c.checks.open(&model, tree, context, settings));
-        let kept_checks = session.as_ref().map(CheckSession::kept);
+        let kept_checks = session.as_ref().map(CheckSession::kept_checks);
         // Rules check independently of each other, so they share the cores: on a large file an
         // editor waits for the slowest half rather than for all of them one after another.
         let by_rule: Vec<(Vec<Diagnostic>, Vec<KeptFindings>)> = active

@@ -5,7 +5,7 @@ use tree_sitter::Node;
 use super::{Model, ast, names};
 use crate::grammar_ids::FieldChild;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LoopKind {
     /// The innermost loop whose own body calls `.backward(...)`: it runs once per batch.
     Step,
