@@ -16,6 +16,12 @@ pub struct InSourceOrder<'a> {
 }
 
 impl<'a> InSourceOrder<'a> {
+    /// Room for `additional` more nodes.
+    pub fn reserve(&mut self, additional: usize) {
+        self.nodes.reserve(additional);
+        self.starts.reserve(additional);
+    }
+
     /// Add `node`, which starts at or after every node already in the list.
     pub fn push(&mut self, node: Node<'a>) {
         let start = node.start_byte();

@@ -8,6 +8,8 @@
 //! placed in the new tree by [`crate::tree_reuse`], as [`crate::candidates`] does for query
 //! matches.
 
+use std::sync::PoisonError;
+
 use tree_sitter::Node;
 
 use super::{Model, ast, names_cuda};
@@ -18,6 +20,22 @@ use crate::tree_reuse::{KeptNode, Placer, StatementMemory};
 #[derive(Default)]
 pub struct WalkCache {
     statements: StatementMemory<WalkedStatement>,
+    /// How much the last walk noted: the next one, of nearly the same text, reserves as much
+    /// rather than growing its lists step by step.
+    sizes: std::sync::Mutex<Sizes>,
+}
+
+/// The lengths of what a walk notes.
+#[derive(Clone, Copy, Default)]
+struct Sizes {
+    calls: usize,
+    call_names: usize,
+    loops: usize,
+    with_statements: usize,
+    functions: usize,
+    function_names: usize,
+    assignments: usize,
+    assignment_names: usize,
 }
 
 impl WalkCache {
@@ -75,6 +93,8 @@ impl<'a> Model<'a> {
             self.mentions_cuda = self.walk_subtree(root, None);
             return;
         };
+        let sizes = cache.map_or_else(Sizes::default, |c| *c.sizes.lock().unwrap_or_else(PoisonError::into_inner));
+        self.reserve(sizes);
         let mut statements = root.walk();
         for statement in root.children(&mut statements) {
             let mentions_cuda = if let Some((walked, placer)) = memory.recall(statement) {
@@ -90,6 +110,38 @@ impl<'a> Model<'a> {
                 mentions_cuda
             };
             self.mentions_cuda |= mentions_cuda;
+        }
+        if let Some(cache) = cache {
+            *cache.sizes.lock().unwrap_or_else(PoisonError::into_inner) = self.sizes();
+        }
+    }
+
+    fn reserve(&mut self, sizes: Sizes) {
+        self.calls.reserve(sizes.calls);
+        self.call_scopes.reserve(sizes.calls);
+        self.call_loops.reserve(sizes.calls);
+        self.call_names.reserve(sizes.calls);
+        self.calls_by_name.reserve(sizes.call_names);
+        self.loop_nodes.reserve(sizes.loops);
+        self.outer_loops.reserve(sizes.loops);
+        self.with_statements.reserve(sizes.with_statements);
+        self.with_scopes.reserve(sizes.with_statements);
+        self.functions.reserve(sizes.functions);
+        self.functions_by_name.reserve(sizes.function_names);
+        self.assignment_nodes.reserve(sizes.assignments);
+        self.assignments.reserve(sizes.assignment_names);
+    }
+
+    fn sizes(&self) -> Sizes {
+        Sizes {
+            calls: self.calls.len(),
+            call_names: self.calls_by_name.len(),
+            loops: self.loop_nodes.len(),
+            with_statements: self.with_statements.len(),
+            functions: self.functions.len(),
+            function_names: self.functions_by_name.len(),
+            assignments: self.assignment_nodes.len(),
+            assignment_names: self.assignments.len(),
         }
     }
 
