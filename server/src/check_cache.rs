@@ -74,20 +74,23 @@ impl CheckCache {
         // Every statement is asked for, so that what is left over is what the edit changed.
         let statements = model.top_level();
         let mut changed = HashSet::new();
-        let recalled: Vec<Option<Arc<CheckedStatement>>> = statements
-            .iter()
-            .map(|statement| {
-                let kept = recall.recall(*statement).map(|(kept, _)| kept);
-                if kept.is_none() {
-                    changed.extend(model.statement_keys(*statement));
-                }
-                kept
-            })
-            .collect();
+        let (mut recalled, mut keys) = (Vec::with_capacity(statements.len()), Vec::with_capacity(statements.len()));
+        for statement in statements {
+            let kept = recall.recall(*statement).map(|(kept, _)| kept);
+            let statement_keys: Arc<[u64]> = match &kept {
+                Some(kept) => Arc::clone(&kept.keys),
+                None => model.statement_keys(*statement).into(),
+            };
+            if kept.is_none() {
+                changed.extend(statement_keys.iter().copied());
+            }
+            recalled.push(kept);
+            keys.push(statement_keys);
+        }
         for forgotten in recall.forgotten() {
             changed.extend(forgotten.keys.iter().copied());
         }
-        Some(CheckSession { cache: self, recall, kept: KeptChecks { facts, reusable, changed, recalled } })
+        Some(CheckSession { cache: self, recall, keys, kept: KeptChecks { facts, reusable, changed, recalled } })
     }
 }
 
@@ -95,6 +98,8 @@ impl CheckCache {
 pub struct CheckSession<'c, 'a> {
     cache: &'c CheckCache,
     recall: Recall<'c, 'a, CheckedStatement>,
+    /// By top-level index: the keys each statement files, to keep with it.
+    keys: Vec<Arc<[u64]>>,
     kept: KeptChecks,
 }
 
@@ -190,11 +195,7 @@ impl<'a> CheckSession<'_, 'a> {
     pub fn finish(mut self, model: &Model<'a>, mut kept: Vec<Vec<(usize, Arc<RuleFindings>)>>) {
         let statements = model.top_level();
         kept.resize_with(statements.len(), Vec::new);
-        for ((statement, findings), recalled) in statements.iter().zip(kept).zip(&self.kept.recalled) {
-            let keys = match recalled {
-                Some(recalled) => Arc::clone(&recalled.keys),
-                None => model.statement_keys(*statement).into(),
-            };
+        for ((statement, findings), keys) in statements.iter().zip(kept).zip(std::mem::take(&mut self.keys)) {
             let findings = if statement.has_error() { Vec::new() } else { findings };
             self.recall.keep(*statement, CheckedStatement { keys, findings });
         }
