@@ -30,7 +30,7 @@ use tree_sitter::{Node, Tree};
 
 use crate::diagnostic::Diagnostic;
 use crate::lint::{LintContext, LintSettings};
-use crate::rules::{Rule, index_of};
+use crate::rules::Rule;
 use crate::semantic::reads::Reads;
 use crate::semantic::{Frameworks, LoopKind, Model};
 use crate::text::{TextRange, line_ending};
@@ -128,8 +128,8 @@ pub struct RuleFindings {
 struct CheckedStatement {
     /// The keys the statement files in the model's indices.
     keys: Arc<[u64]>,
-    /// By rule index.
-    findings: Vec<(usize, Arc<RuleFindings>)>,
+    /// By rule.
+    findings: Vec<(&'static Rule, Arc<RuleFindings>)>,
 }
 
 impl KeptChecks {
@@ -146,8 +146,7 @@ impl KeptChecks {
             return None;
         }
         let kept = self.recalled.get(index)?.as_ref()?;
-        let rule_index = index_of(rule);
-        let (_, findings) = kept.findings.iter().find(|(r, _)| *r == rule_index)?;
+        let (_, findings) = kept.findings.iter().find(|(r, _)| std::ptr::eq(*r, rule))?;
         let still_hold = !findings.reads.read_any(&self.changed)
             && findings.reads.facts().iter().all(|(fact, value)| model.file_fact(*fact) == *value)
             && *findings.tail == *tail_of(model.text, statement);
@@ -191,8 +190,8 @@ impl<'a> CheckSession<'_, 'a> {
         &self.kept
     }
 
-    /// Keep, for the next lint, what `kept` holds per top-level index: (rule index, findings).
-    pub fn finish(mut self, model: &Model<'a>, mut kept: Vec<Vec<(usize, Arc<RuleFindings>)>>) {
+    /// Keep, for the next lint, what `kept` holds per top-level index: (rule, findings).
+    pub fn finish(mut self, model: &Model<'a>, mut kept: Vec<Vec<(&'static Rule, Arc<RuleFindings>)>>) {
         let statements = model.top_level();
         kept.resize_with(statements.len(), Vec::new);
         for ((statement, findings), keys) in statements.iter().zip(kept).zip(std::mem::take(&mut self.keys)) {
@@ -430,9 +429,11 @@ def train_step(model, batch):
             keys: Arc::from([]),
             findings: crate::rules::RULES
                 .iter()
-                .enumerate()
-                .map(|(i, _)| {
-                    (i, Arc::new(RuleFindings { diagnostics: Vec::new(), reads: Reads::default(), tail: "\n".into() }))
+                .map(|rule| {
+                    (
+                        *rule,
+                        Arc::new(RuleFindings { diagnostics: Vec::new(), reads: Reads::default(), tail: "\n".into() }),
+                    )
                 })
                 .collect(),
         };

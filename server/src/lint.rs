@@ -332,7 +332,7 @@ fn lint_rules(
                 (found, kept)
             })
             .collect();
-        let mut kept_by_statement: Vec<Vec<(usize, Arc<RuleFindings>)>> = Vec::new();
+        let mut kept_by_statement: Vec<Vec<(&'static Rule, Arc<RuleFindings>)>> = Vec::new();
         for (found, kept) in by_rule {
             diagnostics.extend(found);
             for (statement, rule, findings) in kept {
@@ -362,8 +362,8 @@ fn lint_rules(
 }
 
 /// Findings of one rule in one top-level statement, to keep for the next lint: (top-level index,
-/// rule index, findings).
-type KeptFindings = (usize, usize, Arc<RuleFindings>);
+/// rule, findings).
+type KeptFindings = (usize, &'static Rule, Arc<RuleFindings>);
 
 /// Run a rule's checks statement by statement, using what the last lint of the buffer found in a
 /// statement when it still holds (see [`crate::check_cache`]); returns what to keep.
@@ -374,7 +374,6 @@ fn check_statements<'a>(
 ) -> Vec<KeptFindings> {
     let model = checker.model;
     let rule = checker.rule;
-    let rule_index = crate::rules::index_of(rule);
     // A rule's candidates come in source order, each statement's together; a stable sort by
     // statement keeps them so, and gathers any that do not.
     let mut by_statement: Vec<(Option<usize>, &Candidate<'a>)> =
@@ -390,13 +389,13 @@ fn check_statements<'a>(
         let statement = model.top_level()[index];
         if let Some((diagnostics, findings)) = session.kept(model, rule, index, statement) {
             checker.diagnostics.extend(diagnostics);
-            kept.push((index, rule_index, findings));
+            kept.push((index, rule, findings));
             continue;
         }
         let before = checker.diagnostics.len();
         let ((), reads) = reads::recording(|| run(checker));
         if let Some(findings) = session.keepable(model, rule, statement, &checker.diagnostics[before..], reads) {
-            kept.push((index, rule_index, findings));
+            kept.push((index, rule, findings));
         }
     }
     kept
