@@ -6,12 +6,14 @@ use std::sync::Arc;
 
 use tower_lsp_server::Client;
 use tower_lsp_server::jsonrpc;
-use tower_lsp_server::ls_types::{MessageType, Uri};
+use tower_lsp_server::ls_types::notification::{Notification, PublishDiagnostics};
+use tower_lsp_server::ls_types::{self as lsp, MessageType, PublishDiagnosticsParams, Uri};
 
 use crate::diagnostic::Diagnostic;
 use crate::lint::{LintContext, lint, lint_again};
 use crate::lsp::diagnostics::to_lsp;
 use crate::lsp::log;
+use crate::lsp::outbox::Outbox;
 use crate::lsp::position::PositionMapper;
 use crate::lsp::session::{SharedSession, Snapshot};
 
@@ -19,14 +21,16 @@ use crate::lsp::session::{SharedSession, Snapshot};
 pub struct ServerContext {
     pub client: Client,
     pub session: SharedSession,
+    /// Where diagnostics are published: straight to the client, not through `client`.
+    outbox: Outbox,
     /// Held from the "is this result still current?" check to the end of the publish, so a
     /// result for an older version can never be sent after one for a newer version.
     publish_lock: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl ServerContext {
-    pub fn new(client: Client) -> Self {
-        Self { client, session: SharedSession::default(), publish_lock: Arc::default() }
+    pub fn new(client: Client, outbox: Outbox) -> Self {
+        Self { client, session: SharedSession::default(), outbox, publish_lock: Arc::default() }
     }
 
     /// Log to the client's output panel and to the server's own log.
@@ -122,13 +126,18 @@ impl ServerContext {
         let encoding = self.session.lock().features.encoding;
         let mapper = PositionMapper::new(&snapshot.text, encoding);
         let items = diagnostics.iter().map(|d| to_lsp(d, &mapper, uri, snapshot.version)).collect();
-        self.client.publish_diagnostics(uri.clone(), items, Some(snapshot.version)).await;
+        self.send_diagnostics(uri.clone(), items, Some(snapshot.version));
     }
 
     /// Withdraw pushed diagnostics (the document was closed), in order with pending publishes.
     pub async fn clear_diagnostics(&self, uri: Uri) {
         let _order = self.publish_lock.lock().await;
-        self.client.publish_diagnostics(uri, Vec::new(), None).await;
+        self.send_diagnostics(uri, Vec::new(), None);
+    }
+
+    fn send_diagnostics(&self, uri: Uri, diagnostics: Vec<lsp::Diagnostic>, version: Option<i32>) {
+        let params = PublishDiagnosticsParams { uri, diagnostics, version };
+        self.outbox.notify(<PublishDiagnostics as Notification>::METHOD, &params);
     }
 
     /// After settings, configuration files or hardware facts changed: reload the configuration,

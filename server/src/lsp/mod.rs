@@ -12,6 +12,7 @@ pub mod framing;
 pub mod handlers;
 pub mod ignore_comment;
 pub mod log;
+pub mod outbox;
 pub mod position;
 pub mod server;
 pub mod session;

@@ -4,10 +4,11 @@
 use serde_json::Value;
 use tower_lsp_server::jsonrpc::Result;
 use tower_lsp_server::ls_types::*;
-use tower_lsp_server::{Client, LanguageServer, LspService};
+use tower_lsp_server::{ClientSocket, LanguageServer, LspService};
 
 use crate::lsp::context::ServerContext;
 use crate::lsp::handlers;
+use crate::lsp::outbox::{Outbox, TransportOutput};
 
 /// How many requests may be in flight at once. Notifications queue behind in-flight requests,
 /// so this is well above the handful a client keeps open (diagnostics, hover, code actions).
@@ -21,12 +22,21 @@ pub struct Server {
 }
 
 impl Server {
-    pub fn new(client: Client) -> Self {
-        Self { context: ServerContext::new(client) }
-    }
-
-    pub fn context(&self) -> &ServerContext {
-        &self.context
+    /// The service and what its transport needs: the socket of its `Client`, and the writer
+    /// shared with the server's own notifications (see `outbox`). Also hands out the context, for
+    /// the session's state and for tests that call into it. Must be called inside a tokio runtime.
+    pub fn connect<O>(output: O) -> (LspService<Server>, ClientSocket, TransportOutput, ServerContext)
+    where
+        O: tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        let (outbox, transport_output) = Outbox::start(output);
+        let mut context = None;
+        let (service, socket) = LspService::new(|client| {
+            let server = Server { context: ServerContext::new(client, outbox) };
+            context = Some(server.context.clone());
+            server
+        });
+        (service, socket, transport_output, context.expect("the service built the server"))
     }
 }
 
@@ -99,14 +109,9 @@ pub enum Ending {
 pub async fn serve<I, O>(input: I, output: O) -> Ending
 where
     I: tokio::io::AsyncRead + Unpin + Send + 'static,
-    O: tokio::io::AsyncWrite,
+    O: tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let mut session = None;
-    let (service, socket) = LspService::new(|client| {
-        let server = Server::new(client);
-        session = Some(server.context.session.clone());
-        server
-    });
+    let (service, socket, output, context) = Server::connect(output);
     let (input, exit_received) = super::framing::well_formed_messages(input);
     let serving =
         tower_lsp_server::Server::new(input, output, socket).concurrency_level(MAX_CONCURRENCY).serve(service);
@@ -125,8 +130,5 @@ where
         () = serving => {}
         () = exited => {}
     }
-    match session {
-        Some(session) if session.lock().shutdown_requested => Ending::Orderly,
-        _ => Ending::Abrupt,
-    }
+    if context.session.lock().shutdown_requested { Ending::Orderly } else { Ending::Abrupt }
 }

@@ -57,12 +57,7 @@ impl TestClient {
     ) -> (Self, Value, crate::lsp::context::ServerContext) {
         let (client_side, server_side) = tokio::io::duplex(1 << 20);
         let (server_read, server_write) = tokio::io::split(server_side);
-        let mut context = None;
-        let (service, socket) = tower_lsp_server::LspService::new(|client| {
-            let server = crate::lsp::Server::new(client);
-            context = Some(server.context().clone());
-            server
-        });
+        let (service, socket, server_write, context) = crate::lsp::Server::connect(server_write);
         tokio::spawn(tower_lsp_server::Server::new(server_read, server_write, socket).serve(service));
         let (reader, writer) = tokio::io::split(client_side);
         let (sender, incoming) = mpsc::unbounded_channel();
@@ -89,7 +84,7 @@ impl TestClient {
             .await
             .expect("initialize succeeds");
         client.notify("initialized", json!({})).await;
-        (client, result, context.expect("the service built the server"))
+        (client, result, context)
     }
 
     pub async fn send(&mut self, message: Value) {

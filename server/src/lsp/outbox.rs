@@ -1,0 +1,144 @@
+//! The one way out to the client: tower-lsp-server's transport writes its frames here, and the
+//! server sends its diagnostics here itself, serialized straight to bytes.
+//!
+//! The transport's `Client` turns every notification's params into a `serde_json::Value` tree,
+//! writes the tree out, then frees it. For the hundreds of diagnostics of a large script that
+//! cost more than linting it after a keystroke (BENCHMARKS.md), so diagnostics bypass it.
+//!
+//! Frames never interleave. The transport encodes a whole message into its buffer before writing
+//! any of it, and [`TransportOutput`] always takes the whole buffer, so each write it receives
+//! is a run of whole frames; [`Outbox::notify`] queues whole frames too. One task writes the
+//! queue out in order.
+
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use serde::Serialize;
+use tokio::io::{AsyncWrite, AsyncWriteExt};
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+
+/// Queues frames for the client.
+#[derive(Clone)]
+pub struct Outbox {
+    queue: UnboundedSender<Vec<u8>>,
+}
+
+/// What tower-lsp-server writes to: it queues each write whole.
+pub struct TransportOutput {
+    queue: UnboundedSender<Vec<u8>>,
+}
+
+impl Outbox {
+    /// Start writing to `output`: the outbox for the server's own messages, and the writer to
+    /// hand to the transport. Must be called inside a tokio runtime.
+    pub fn start<O>(output: O) -> (Outbox, TransportOutput)
+    where
+        O: AsyncWrite + Unpin + Send + 'static,
+    {
+        let (queue, queued) = unbounded_channel();
+        tokio::spawn(write_out(output, queued));
+        (Outbox { queue: queue.clone() }, TransportOutput { queue })
+    }
+
+    /// Send a notification. Nothing is sent once the client has stopped reading.
+    pub fn notify<P: Serialize>(&self, method: &str, params: &P) {
+        #[derive(Serialize)]
+        struct Notification<'a, P> {
+            jsonrpc: &'static str,
+            method: &'a str,
+            params: &'a P,
+        }
+        let notification = Notification { jsonrpc: "2.0", method, params };
+        let body = match serde_json::to_vec(&notification) {
+            Ok(body) => body,
+            Err(error) => {
+                super::log::write(&format!("culint: cannot encode a {method} notification: {error}"));
+                return;
+            }
+        };
+        let header = format!("Content-Length: {}\r\n\r\n", body.len());
+        let mut frame = Vec::with_capacity(header.len() + body.len());
+        frame.extend_from_slice(header.as_bytes());
+        frame.extend_from_slice(&body);
+        // A closed queue means the session is over: there is no one left to tell.
+        let _ = self.queue.send(frame);
+    }
+}
+
+impl AsyncWrite for TransportOutput {
+    fn poll_write(self: Pin<&mut Self>, _: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        Poll::Ready(match self.queue.send(buf.to_vec()) {
+            Ok(()) => Ok(buf.len()),
+            Err(_) => Err(io::ErrorKind::BrokenPipe.into()),
+        })
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}
+
+/// Write queued frames in order, flushing whenever the queue runs dry, until every sender is
+/// gone or the client stops reading.
+async fn write_out<O: AsyncWrite + Unpin>(mut output: O, mut queued: UnboundedReceiver<Vec<u8>>) {
+    while let Some(frame) = queued.recv().await {
+        let mut written = output.write_all(&frame).await;
+        while written.is_ok()
+            && let Ok(frame) = queued.try_recv()
+        {
+            written = output.write_all(&frame).await;
+        }
+        if let Err(error) = written.and(output.flush().await) {
+            super::log::write(&format!("culint: cannot write to the client: {error}"));
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::AsyncReadExt;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn frames_from_both_writers_arrive_whole_and_in_order() {
+        let (server_side, mut client_side) = tokio::io::duplex(16);
+        let (outbox, mut transport) = Outbox::start(server_side);
+        transport.write_all(b"Content-Length: 2\r\n\r\n{}").await.unwrap();
+        outbox.notify("a/b", &[1, 2]);
+        transport.write_all(b"Content-Length: 4\r\n\r\nnull").await.unwrap();
+        drop((outbox, transport));
+        let mut received = String::new();
+        client_side.read_to_string(&mut received).await.unwrap();
+        let body = r#"{"jsonrpc":"2.0","method":"a/b","params":[1,2]}"#;
+        let expected = format!(
+            "Content-Length: 2\r\n\r\n{{}}Content-Length: {}\r\n\r\n{body}Content-Length: 4\r\n\r\nnull",
+            body.len()
+        );
+        assert_eq!(received, expected);
+    }
+
+    #[tokio::test]
+    async fn a_client_that_stops_reading_ends_the_transport_output() {
+        let (server_side, client_side) = tokio::io::duplex(16);
+        drop(client_side);
+        let (outbox, mut transport) = Outbox::start(server_side);
+        outbox.notify("a/b", &());
+        // The writer task sees the closed pipe and stops; the transport's next write fails.
+        let mut failed = false;
+        for _ in 0..100 {
+            if transport.write_all(b"x").await.is_err() {
+                failed = true;
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        assert!(failed, "writes kept succeeding after the client went away");
+    }
+}
