@@ -21,7 +21,7 @@ use crate::rules::{Candidate, RULES, Rule};
 use crate::semantic::reads::{self, Reads};
 use crate::semantic::{Model, WalkCache};
 use crate::suppression::{Suppressions, selector_matches};
-use crate::text::{LineIndex, TextRange};
+use crate::text::TextRange;
 
 /// A set of rules, as indices into [`RULES`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -347,9 +347,8 @@ fn lint_rules(
         }
     }
     if !diagnostics.is_empty() {
-        let lines = LineIndex::new(text);
-        let suppressions = Suppressions::new(text, tree, &lines);
-        diagnostics.retain(|d| !suppressions.is_suppressed(d, &lines));
+        let suppressions = Suppressions::new(text, tree);
+        diagnostics.retain(|d| !suppressions.is_suppressed(d, text));
     }
     diagnostics.sort_by(|a, b| (a.range.start, &a.code, a.range.end).cmp(&(b.range.start, &b.code, b.range.end)));
     diagnostics.dedup_by(|a, b| a.code == b.code && a.range == b.range);

@@ -7,7 +7,6 @@ use tree_sitter::Tree;
 
 use crate::diagnostic::Diagnostic;
 use crate::rules;
-use crate::text::LineIndex;
 
 /// Which codes a comment silences: every rule, or a list of codes, prefixes or names.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -38,8 +37,15 @@ pub fn selector_matches(selector: &str, code: &str, name: &str) -> bool {
 #[derive(Debug, Default)]
 pub struct Suppressions {
     file: Option<Codes>,
-    /// (zero-based line, codes), sorted by line.
+    /// (where the comment's line starts, codes), in source order.
     lines: Vec<(usize, Codes)>,
+}
+
+/// Where the line that holds `offset` starts. Lines are found one at a time, by a look back
+/// from the offset: a file's few suppression comments and its findings do not pay for an index
+/// of all its lines.
+fn line_start(text: &str, offset: usize) -> usize {
+    memchr::memrchr(b'\n', &text.as_bytes()[..offset.min(text.len())]).map_or(0, |at| at + 1)
 }
 
 /// A suppression comment found in the source: where it is and what it names.
@@ -105,7 +111,7 @@ pub fn comments(text: &str, tree: &Tree) -> Vec<SuppressionComment> {
 }
 
 impl Suppressions {
-    pub fn new(text: &str, tree: &Tree, lines: &LineIndex) -> Self {
+    pub fn new(text: &str, tree: &Tree) -> Self {
         let mut suppressions = Suppressions::default();
         for comment in comments(text, tree) {
             if comment.file_level {
@@ -118,17 +124,20 @@ impl Suppressions {
                     (None, codes) => codes,
                 });
             } else {
-                suppressions.lines.push((lines.line_of(comment.start), comment.codes));
+                suppressions.lines.push((line_start(text, comment.start), comment.codes));
             }
         }
         suppressions
     }
 
-    pub fn is_suppressed(&self, diagnostic: &Diagnostic, lines: &LineIndex) -> bool {
+    pub fn is_suppressed(&self, diagnostic: &Diagnostic, text: &str) -> bool {
         if self.file.as_ref().is_some_and(|codes| codes.covers(diagnostic)) {
             return true;
         }
-        let line = lines.line_of(diagnostic.range.start);
+        if self.lines.is_empty() {
+            return false;
+        }
+        let line = line_start(text, diagnostic.range.start);
         self.lines.iter().any(|(l, codes)| *l == line && codes.covers(diagnostic))
     }
 }

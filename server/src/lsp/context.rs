@@ -14,7 +14,6 @@ use crate::lint::{LintContext, lint, lint_again};
 use crate::lsp::diagnostics::to_lsp;
 use crate::lsp::log;
 use crate::lsp::outbox::Outbox;
-use crate::lsp::position::PositionMapper;
 use crate::lsp::session::{SharedSession, Snapshot};
 
 #[derive(Clone)]
@@ -124,7 +123,7 @@ impl ServerContext {
             return;
         }
         let encoding = self.session.lock().features.encoding;
-        let mapper = PositionMapper::new(&snapshot.text, encoding);
+        let mapper = snapshot.positions(encoding);
         let items = diagnostics.iter().map(|d| to_lsp(d, &mapper, uri, snapshot.version)).collect();
         self.send_diagnostics(uri.clone(), items, Some(snapshot.version));
     }

@@ -5,6 +5,7 @@
 //! `\r\n` and a lone `\r` only. The engine works in byte offsets. Every range that crosses the
 //! protocol goes through this module.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use tower_lsp_server::ls_types::{Position, PositionEncodingKind, Range};
@@ -70,26 +71,69 @@ impl fmt::Display for PositionError {
 
 impl std::error::Error for PositionError {}
 
+/// Where each line of a text starts, as LSP counts lines: `\n`, `\r\n` and a lone `\r` end one.
+///
+/// An open buffer keeps its line starts and moves them with each edit: finding them anew scans
+/// the whole text, twice per keystroke (the edit's range, then the diagnostics').
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LineStarts(Vec<usize>);
+
+impl LineStarts {
+    pub fn of(text: &str) -> Self {
+        let mut starts = Vec::with_capacity(text.len() / 32 + 1);
+        starts.push(0);
+        starts.extend(breaks_ending_in(text.as_bytes(), 0, text.len()));
+        Self(starts)
+    }
+
+    /// Follow an edit that replaced `replaced` (offsets into the old text) with `inserted` bytes,
+    /// giving `text`.
+    ///
+    /// A line start only depends on the one or two bytes before it. Those before the edit's line
+    /// are untouched, and so are those after the edit once shifted; only the starts in between
+    /// are found again, in the new text.
+    pub fn edit(&mut self, text: &str, replaced: TextRange, inserted: usize) {
+        let starts = &mut self.0;
+        // The last start before the edit (its break ends at least a byte before the edit), and
+        // the first after it (the byte before it, and the one after, are outside the edit).
+        let kept_before = starts.partition_point(|&s| s < replaced.start.max(1));
+        let first_after = starts.partition_point(|&s| s <= replaced.end);
+        let shifted_end = |s: usize| s + inserted - replaced.len();
+        let scan_end = starts.get(first_after).map_or(text.len(), |&s| shifted_end(s) - 1);
+        let scan_start = starts[kept_before - 1];
+        let found: Vec<usize> = breaks_ending_in(text.as_bytes(), scan_start, scan_end).collect();
+        for start in &mut starts[first_after..] {
+            *start = shifted_end(*start);
+        }
+        starts.splice(kept_before..first_after, found);
+    }
+}
+
+/// The line starts after the breaks that begin in `bytes[from..to]`.
+fn breaks_ending_in(bytes: &[u8], from: usize, to: usize) -> impl Iterator<Item = usize> {
+    memchr::memchr2_iter(b'\n', b'\r', &bytes[from..to]).map(move |at| from + at).filter_map(|at| {
+        // `\r\n` is one break; its start is recorded at the `\n`.
+        let half_of_crlf = bytes[at] == b'\r' && bytes.get(at + 1) == Some(&b'\n');
+        (!half_of_crlf).then_some(at + 1)
+    })
+}
+
 /// A text with its line starts, as LSP counts lines, and the encoding to count characters in.
 pub struct PositionMapper<'a> {
     text: &'a str,
-    line_starts: Vec<usize>,
+    line_starts: Cow<'a, [usize]>,
     encoding: PositionEncoding,
 }
 
 impl<'a> PositionMapper<'a> {
     pub fn new(text: &'a str, encoding: PositionEncoding) -> Self {
-        let bytes = text.as_bytes();
-        let mut line_starts = Vec::with_capacity(text.len() / 32 + 1);
-        line_starts.push(0);
-        for at in memchr::memchr2_iter(b'\n', b'\r', bytes) {
-            // `\r\n` is one break; its start is recorded at the `\n`.
-            if bytes[at] == b'\r' && bytes.get(at + 1) == Some(&b'\n') {
-                continue;
-            }
-            line_starts.push(at + 1);
-        }
-        Self { text, line_starts, encoding }
+        Self { text, line_starts: Cow::Owned(LineStarts::of(text).0), encoding }
+    }
+
+    /// A mapper over line starts kept with the text (they must be `text`'s).
+    pub fn with_lines(text: &'a str, lines: &'a LineStarts, encoding: PositionEncoding) -> Self {
+        debug_assert!(lines.0.last().is_some_and(|&s| s <= text.len()));
+        Self { text, line_starts: Cow::Borrowed(&lines.0), encoding }
     }
 
     pub fn text(&self) -> &'a str {
@@ -314,6 +358,26 @@ mod tests {
         let mapper = PositionMapper::new(text, PositionEncoding::Utf16);
         assert_eq!(mapper.position(1), pos(0, 0), "inside é");
         assert_eq!(mapper.position(100), pos(0, 5));
+    }
+
+    #[test]
+    fn line_starts_follow_every_edit_as_a_fresh_scan_finds_them() {
+        // Every small edit of texts that mix `\n`, `\r\n` and lone `\r`, at every place: the
+        // breaks an edit splits or joins (`\r` + `\n`) are where following them can go wrong.
+        let pieces = ["", "\n", "\r", "\r\n", "x", "\n\r", "ab\r"];
+        let texts = ["", "a\nb", "a\r\nb\rc\n", "\r\r\n\n\r", "ab\rcd\r\nef\n", "\n\n\n"];
+        for text in texts {
+            for start in 0..=text.len() {
+                for end in start..=text.len() {
+                    for piece in pieces {
+                        let mut lines = LineStarts::of(text);
+                        let edited = format!("{}{piece}{}", &text[..start], &text[end..]);
+                        lines.edit(&edited, TextRange::new(start, end), piece.len());
+                        assert_eq!(lines, LineStarts::of(&edited), "{text:?} [{start}, {end}) <- {piece:?}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -20,13 +20,19 @@ use crate::hardware::HardwareFacts;
 use crate::knowledge::Lang;
 use crate::lint::{LintSettings, StatementCache};
 use crate::lsp::capabilities::ClientFeatures;
+use crate::lsp::position::{LineStarts, PositionEncoding, PositionMapper};
 use crate::lsp::settings::ClientSettings;
 use crate::probe::ProbeReport;
 use crate::project::ProjectIndex;
+use crate::text::TextRange;
 
 /// An open buffer and the last lint result computed for it.
 pub struct OpenDocument {
+    /// Edited only through [`OpenDocument::edit`] and [`OpenDocument::replace`], which keep
+    /// `lines` in step.
     pub document: Document,
+    /// Where the buffer's lines start, shared with lint snapshots.
+    lines: Arc<LineStarts>,
     /// The file behind the buffer, when the URI is a `file:` URI.
     pub path: Option<PathBuf>,
     /// Counts every change, so a result is never mistaken for current when a client repeats
@@ -40,7 +46,25 @@ pub struct OpenDocument {
 
 impl OpenDocument {
     pub fn new(document: Document, path: Option<PathBuf>) -> Self {
-        Self { document, path, revision: 0, linted: None, statements: Arc::default() }
+        let lines = Arc::new(LineStarts::of(document.text()));
+        Self { document, lines, path, revision: 0, linted: None, statements: Arc::default() }
+    }
+
+    /// Replace the bytes in `range` with `new_text`.
+    pub fn edit(&mut self, range: TextRange, new_text: &str) {
+        self.document.edit(range, new_text);
+        Arc::make_mut(&mut self.lines).edit(self.document.text(), range, new_text.len());
+    }
+
+    /// Replace the whole text.
+    pub fn replace(&mut self, text: &str, version: i32) {
+        self.document.replace(text, version);
+        self.lines = Arc::new(LineStarts::of(text));
+    }
+
+    /// Positions in the buffer as the client counts them.
+    pub fn positions(&self, encoding: PositionEncoding) -> PositionMapper<'_> {
+        PositionMapper::with_lines(self.document.text(), &self.lines, encoding)
     }
 }
 
@@ -60,6 +84,8 @@ pub struct Snapshot {
     pub revision: u64,
     pub generation: u64,
     pub text: Arc<str>,
+    /// Where the lines of `text` start.
+    pub lines: Arc<LineStarts>,
     /// The document's tree, unless the idle document gave it up; see [`Snapshot::tree`].
     pub parsed: Option<Tree>,
     /// What the buffer's last lint found per top-level statement, when it is being edited.
@@ -82,6 +108,11 @@ impl Snapshot {
     /// document had given its tree up (done on the lint thread, never under the session lock).
     pub fn tree(&self) -> Tree {
         self.parsed.clone().unwrap_or_else(|| crate::parse::parse(&self.text, None))
+    }
+
+    /// Positions in the snapshot's text as the client counts them.
+    pub fn positions(&self, encoding: PositionEncoding) -> PositionMapper<'_> {
+        PositionMapper::with_lines(&self.text, &self.lines, encoding)
     }
 }
 
@@ -228,6 +259,7 @@ impl Session {
             revision: open.revision,
             generation: self.generation,
             text,
+            lines: Arc::clone(&open.lines),
             parsed: open.document.cached_tree().cloned(),
             statements: self.recently_edited.contains(uri).then(|| Arc::clone(&open.statements)),
             path: open.path.clone(),

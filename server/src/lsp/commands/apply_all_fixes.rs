@@ -9,7 +9,6 @@ use tower_lsp_server::ls_types::Uri;
 
 use crate::lsp::context::{ServerContext, unknown_document};
 use crate::lsp::edits::{fix_all, text_edits, workspace_edit};
-use crate::lsp::position::PositionMapper;
 
 pub const NAME: &str = "culint.applyAllFixes";
 
@@ -36,7 +35,7 @@ pub async fn run(context: &ServerContext, arguments: &[Value]) -> Result<Option<
     if outcome.edits.is_empty() {
         return Ok(Some(json!({"applied": false, "fixes": 0})));
     }
-    let mapper = PositionMapper::new(&snapshot.text, encoding);
+    let mapper = snapshot.positions(encoding);
     let edit = workspace_edit(&uri, versioned.then_some(snapshot.version), text_edits(&outcome.edits, &mapper));
     let response = context.client.apply_edit(edit).await?;
     Ok(Some(json!({"applied": response.applied, "fixes": if response.applied { outcome.fixed } else { 0 }})))

@@ -41,7 +41,8 @@ pub async fn code_action(context: &ServerContext, params: CodeActionParams) -> R
         let snapshot = session.snapshot(&uri).ok_or_else(|| crate::lsp::context::unknown_document(&uri))?;
         (snapshot, session.features.encoding, session.features.versioned_edits)
     };
-    PositionMapper::new(&snapshot.text, encoding)
+    snapshot
+        .positions(encoding)
         .text_range(params.range)
         .map_err(|e| Error::invalid_params(format!("culint: code action range: {e}")))?;
 
@@ -63,7 +64,7 @@ pub async fn code_action(context: &ServerContext, params: CodeActionParams) -> R
         let input = snapshot.clone();
         let outcome = context.blocking("fix all", move || fix_all(&input)).await?;
         if !outcome.edits.is_empty() {
-            let mapper = PositionMapper::new(&snapshot.text, encoding);
+            let mapper = snapshot.positions(encoding);
             let edit = workspace_edit(&uri, versioned.then_some(snapshot.version), text_edits(&outcome.edits, &mapper));
             actions.push(CodeActionOrCommand::CodeAction(CodeAction {
                 title: "culint: Fix all auto-fixable problems".to_owned(),
@@ -90,7 +91,7 @@ fn quick_fixes(
     encoding: crate::lsp::position::PositionEncoding,
     versioned: bool,
 ) -> Vec<CodeActionOrCommand> {
-    let mapper = PositionMapper::new(&snapshot.text, encoding);
+    let mapper = snapshot.positions(encoding);
     let version = versioned.then_some(snapshot.version);
     let mut fixes = Vec::new();
     let mut disables: Vec<CodeActionOrCommand> = Vec::new();

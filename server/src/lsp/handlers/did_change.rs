@@ -4,7 +4,7 @@
 use tower_lsp_server::ls_types::{DidChangeTextDocumentParams, MessageType, TextDocumentContentChangeEvent};
 
 use crate::lsp::context::ServerContext;
-use crate::lsp::position::{PositionEncoding, PositionMapper};
+use crate::lsp::position::PositionEncoding;
 use crate::lsp::session::OpenDocument;
 
 pub async fn did_change(context: &ServerContext, params: DidChangeTextDocumentParams) {
@@ -49,15 +49,11 @@ pub fn apply_changes(
     open.revision += 1;
     for change in changes {
         let Some(range) = change.range else {
-            open.document.replace(&change.text, version);
+            open.replace(&change.text, version);
             continue;
         };
-        let byte_range = {
-            let mapper = PositionMapper::new(open.document.text(), encoding);
-            mapper.text_range(range)
-        };
-        match byte_range {
-            Ok(byte_range) => open.document.edit(byte_range, &change.text),
+        match open.positions(encoding).text_range(range) {
+            Ok(byte_range) => open.edit(byte_range, &change.text),
             Err(error) => {
                 open.document.set_version(version);
                 return Err(format!(
@@ -97,10 +93,11 @@ mod tests {
             change((0, 7), (0, 7), "!"),  // after the emoji, which takes two UTF-16 units
             change((1, 4), (1, 5), "42"), // x = 42
             change((2, 0), (2, 0), "z = 3\n"),
+            change((3, 4), (3, 5), "7"), // y = 7: the line is the one the change before added
         ];
         apply_changes(&mut open, &changes, 2, PositionEncoding::Utf16).unwrap();
         let text = open.document.text().to_owned();
-        assert_eq!(text, "# 显存 😀!\nx = 42\r\nz = 3\ny = 2\n");
+        assert_eq!(text, "# 显存 😀!\nx = 42\r\nz = 3\ny = 7\n");
         assert_eq!(open.document.version(), 2);
         assert_eq!(open.revision, 1);
         assert_eq!(open.document.tree().root_node().to_sexp(), parse(&text, None).root_node().to_sexp());

@@ -9,7 +9,6 @@ use tower_lsp_server::ls_types::{
 
 use crate::lsp::context::ServerContext;
 use crate::lsp::diagnostics::to_lsp;
-use crate::lsp::position::PositionMapper;
 use crate::lsp::session::Snapshot;
 
 /// LSP's `ServerCancelled`: the server gave up on a request; the client may ask again.
@@ -33,7 +32,7 @@ pub async fn document_diagnostic(
         )));
     }
     let encoding = context.session.lock().features.encoding;
-    let mapper = PositionMapper::new(&snapshot.text, encoding);
+    let mapper = snapshot.positions(encoding);
     let items = diagnostics.iter().map(|d| to_lsp(d, &mapper, &uri, snapshot.version)).collect();
     Ok(DocumentDiagnosticReportResult::Report(DocumentDiagnosticReport::Full(RelatedFullDocumentDiagnosticReport {
         related_documents: None,

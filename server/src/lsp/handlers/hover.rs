@@ -19,7 +19,8 @@ pub async fn hover(context: &ServerContext, params: HoverParams) -> Result<Optio
         let session = context.session.lock();
         (session.snapshot(&uri).ok_or_else(|| unknown_document(&uri))?, session.features.encoding, session.lang)
     };
-    let offset = PositionMapper::new(&snapshot.text, encoding)
+    let offset = snapshot
+        .positions(encoding)
         .offset(position)
         .map_err(|e| Error::invalid_params(format!("culint: hover: {e}")))?;
 
