@@ -117,15 +117,6 @@ pub fn rules_that_could_fire(text: &str, settings: &LintSettings) -> Vec<&'stati
     possible.into_iter().filter(|rule| tokens.admits(rule, &code)).collect()
 }
 
-/// [`rules_that_could_fire`] judged on the raw bytes, comments and docstrings included: a looser
-/// answer that costs less. An editor lints the same buffer on every keystroke and has parsed it
-/// already, and on a large file reading it again without its prose costs more than the checks of
-/// the rules that would turn away.
-fn rules_admitted_by_raw_text(text: &str, settings: &LintSettings) -> Vec<&'static Rule> {
-    let tokens = PresentTokens::of(text);
-    possible_rules(settings).filter(|rule| tokens.admits(rule, text)).collect()
-}
-
 /// The selected rules, less those that need hardware facts when there are none.
 fn possible_rules(settings: &LintSettings) -> impl Iterator<Item = &'static Rule> + '_ {
     settings.rules.iter().filter(|rule| !rule.needs_hardware || settings.hardware.is_some())
@@ -223,6 +214,7 @@ pub struct StatementCache {
     candidates: CandidateCache,
     walks: WalkCache,
     checks: CheckCache,
+    admissions: prefilter::Admissions,
     /// Whether the last lint had rules to run: then the next one chooses its rules while the
     /// model is built (see [`lint_rules`]).
     had_rules: AtomicBool,
@@ -240,12 +232,19 @@ impl StatementCache {
         self.candidates.clear();
         self.walks.clear();
         self.checks.clear();
+        self.admissions.clear();
     }
 }
 
 /// [`lint`] for a buffer that is linted again and again as it is edited: top-level statements
 /// that the reparse shared with the tree of the last lint through `cache` are neither queried nor
 /// walked again (see [`crate::tree_reuse`]). The diagnostics are the same as [`lint`]'s.
+///
+/// The rules are chosen as [`rules_that_could_fire`] chooses them, but on the raw bytes, comments
+/// and docstrings included, and from what the last lint chose ([`prefilter::Admissions`]): a
+/// looser answer that costs less. An editor lints the same buffer on every keystroke and has
+/// parsed it already, and on a large file reading it again without its prose costs more than the
+/// checks of the rules that would turn away.
 pub fn lint_again(
     text: &str,
     tree: &Tree,
@@ -253,7 +252,8 @@ pub fn lint_again(
     settings: &LintSettings,
     cache: &StatementCache,
 ) -> Vec<Diagnostic> {
-    lint_rules(text, tree, context, settings, || rules_admitted_by_raw_text(text, settings), Some(cache))
+    let choose = || cache.admissions.admit(text, possible_rules(settings));
+    lint_rules(text, tree, context, settings, choose, Some(cache))
 }
 
 /// [`lint`] with the rules that `choose` picks ([`rules_that_could_fire`] or the like).

@@ -11,6 +11,7 @@
 //! call lacks the `backward` token that the training rules require. `CULINT_NO_PREFILTER=1`
 //! switches the prefilter off, and the benchmark checks that the findings are the same either way.
 
+mod admissions;
 mod code_view;
 
 use std::cell::Cell;
@@ -20,6 +21,7 @@ use memchr::memmem::Finder;
 
 use crate::rules::{RULES, Rule};
 
+pub use admissions::Admissions;
 pub use code_view::code_view;
 
 /// What a text must contain for a rule to possibly fire.
@@ -43,6 +45,8 @@ static DISABLED: LazyLock<bool> =
 struct TokenIndex {
     tokens: Vec<&'static str>,
     finders: Vec<Finder<'static>>,
+    /// The length of the longest token.
+    longest: usize,
 }
 
 static TOKENS: LazyLock<TokenIndex> = LazyLock::new(|| {
@@ -51,7 +55,8 @@ static TOKENS: LazyLock<TokenIndex> = LazyLock::new(|| {
     tokens.sort_unstable();
     tokens.dedup();
     let finders = tokens.iter().map(|t| Finder::new(t.as_bytes())).collect();
-    TokenIndex { tokens, finders }
+    let longest = tokens.iter().map(|t| t.len()).max().unwrap_or(0);
+    TokenIndex { tokens, finders, longest }
 });
 
 /// Which tokens one text holds, each searched for once, when a rule first asks.

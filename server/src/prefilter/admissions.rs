@@ -1,0 +1,176 @@
+//! The prefilter's answers for a buffer that is linted again after each edit.
+//!
+//! On a large script the prefilter's searches and scans of the whole text cost about as much as
+//! the checks that a keystroke runs. An edit changes a few bytes, though, and only around them can
+//! a token appear that the text did not hold before: a token the last lint did not find is
+//! searched for there alone. A rule the last lint admitted stays admitted, without its scan: a
+//! prefilter may let through a text that the rule then finds clean, so admitting a rule that
+//! could no longer fire costs its checks and changes no finding. (In the one case where a
+//! prefilter turns away a text its rule would flag, see the parent module, it lets the finding
+//! through rather than hide it.)
+
+use std::cell::Cell;
+use std::sync::{Mutex, PoisonError};
+
+use super::{PresentTokens, TOKENS};
+use crate::rules::{RULES, Rule, index_of};
+
+/// What the last lint of a buffer decided.
+#[derive(Default)]
+pub struct Admissions(Mutex<Option<Admitted>>);
+
+struct Admitted {
+    text: Box<str>,
+    /// By token of [`TOKENS`]: whether the text holds it, for those searched for.
+    found: Vec<Option<bool>>,
+    /// By rule of [`RULES`].
+    admitted: Vec<bool>,
+}
+
+impl Admissions {
+    pub fn clear(&self) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = None;
+    }
+
+    /// The rules of `possible` that could fire on `text`, judged on its raw bytes: those the last
+    /// lint admitted, and those [`PresentTokens::admits`] admits now.
+    pub fn admit(&self, text: &str, possible: impl Iterator<Item = &'static Rule>) -> Vec<&'static Rule> {
+        let last = self.0.lock().unwrap_or_else(PoisonError::into_inner).take();
+        // After an edit that replaced most of the text (a paste, a reload), what the last lint
+        // admitted says little about this text: it is judged afresh.
+        let edit = last.as_ref().map(|last| Edit::between(&last.text, text));
+        let last = last.filter(|last| edit.is_some_and(|edit| edit.replaced * 2 <= last.text.len()));
+        let tokens = match (&last, edit) {
+            (Some(last), Some(edit)) => after_edit(text, edit, &last.found),
+            _ => PresentTokens::of(text),
+        };
+        let admitted_before = |rule: &Rule| last.as_ref().is_some_and(|last| last.admitted[index_of(rule)]);
+        let admitted: Vec<&'static Rule> =
+            possible.filter(|rule| admitted_before(rule) || tokens.admits(rule, text)).collect();
+        let mut by_rule = vec![false; RULES.len()];
+        admitted.iter().for_each(|rule| by_rule[index_of(rule)] = true);
+        let found = tokens.found.iter().map(Cell::get).collect();
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) =
+            Some(Admitted { text: text.into(), found, admitted: by_rule });
+        admitted
+    }
+}
+
+/// Where two texts differ: the bytes between what they begin with alike and what they end with.
+#[derive(Clone, Copy)]
+struct Edit {
+    /// How many bytes alike they begin with.
+    prefix: usize,
+    /// How many bytes alike they end with, after the prefix.
+    suffix: usize,
+    /// How many bytes of the text before differ.
+    replaced: usize,
+}
+
+impl Edit {
+    fn between(before: &str, after: &str) -> Self {
+        let (before, after) = (before.as_bytes(), after.as_bytes());
+        let prefix = common_prefix(before, after);
+        let suffix = common_suffix(&before[prefix..], &after[prefix..]);
+        Edit { prefix, suffix, replaced: before.len() - prefix - suffix }
+    }
+}
+
+/// The tokens of `text`, which `edit` made of the last text: those the last text held, and those
+/// found where the two differ. A token the last text did not hold is searched for around the
+/// edit only.
+fn after_edit<'t>(text: &'t str, edit: Edit, found_before: &[Option<bool>]) -> PresentTokens<'t> {
+    let text_bytes = text.as_bytes();
+    // A token that is new overlaps the changed bytes (or, after a deletion, the place they were).
+    let reach = TOKENS.longest.saturating_sub(1);
+    let end = (text.len() - edit.suffix + reach).min(text.len());
+    let around_edit = &text_bytes[edit.prefix.saturating_sub(reach)..end];
+    let found = found_before
+        .iter()
+        .zip(&TOKENS.finders)
+        .map(|(found, finder)| Cell::new(found.map(|found| found || finder.find(around_edit).is_some())))
+        .collect();
+    PresentTokens { text: text_bytes, found }
+}
+
+/// How many bytes `a` and `b` begin with alike. Compared a block at a time, which a memory
+/// comparison does at memory speed.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    const BLOCK: usize = 512;
+    let len = a.len().min(b.len());
+    let mut at = 0;
+    while at + BLOCK <= len && a[at..at + BLOCK] == b[at..at + BLOCK] {
+        at += BLOCK;
+    }
+    at + a[at..len].iter().zip(&b[at..len]).take_while(|(x, y)| x == y).count()
+}
+
+/// How many bytes `a` and `b` end with alike.
+fn common_suffix(a: &[u8], b: &[u8]) -> usize {
+    const BLOCK: usize = 512;
+    let len = a.len().min(b.len());
+    let (a_end, b_end) = (a.len(), b.len());
+    let mut at = 0;
+    while at + BLOCK <= len && a[a_end - at - BLOCK..a_end - at] == b[b_end - at - BLOCK..b_end - at] {
+        at += BLOCK;
+    }
+    at + a[..a_end - at].iter().rev().zip(b[..b_end - at].iter().rev()).take_while(|(x, y)| x == y).count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn every_rule() -> impl Iterator<Item = &'static Rule> {
+        RULES.iter().copied()
+    }
+
+    fn admitted_fresh(text: &str) -> Vec<&'static str> {
+        let tokens = PresentTokens::of(text);
+        every_rule().filter(|rule| tokens.admits(rule, text)).map(|rule| rule.code).collect()
+    }
+
+    #[test]
+    fn prefixes_and_suffixes_are_found_across_blocks() {
+        let long = "x".repeat(1500);
+        for (a, b) in [
+            (format!("{long}a{long}"), format!("{long}b{long}")),
+            (format!("{long}{long}"), format!("{long}y{long}")),
+            (String::new(), "abc".to_owned()),
+            ("abc".to_owned(), "abc".to_owned()),
+        ] {
+            let (a, b) = (a.as_bytes(), b.as_bytes());
+            let naive_prefix = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+            let naive_suffix = a.iter().rev().zip(b.iter().rev()).take_while(|(x, y)| x == y).count();
+            assert_eq!(common_prefix(a, b), naive_prefix);
+            assert_eq!(common_suffix(a, b), naive_suffix);
+        }
+    }
+
+    #[test]
+    fn an_edit_admits_every_rule_a_fresh_look_admits() {
+        // A script the step-loop rules pass over until the edits give it a loop with backward
+        // and an `empty_cache()`, typed a character at a time, tokens split across keystrokes
+        // and across the edit's edge (`backw` + `ard(`).
+        let admissions = Admissions::default();
+        let mut text = String::from("import torch\n\nfor batch in loader:\n    loss = model(batch)\n    loss.backw\n");
+        let check = |text: &str| {
+            let admitted: Vec<&str> = admissions.admit(text, every_rule()).iter().map(|r| r.code).collect();
+            for code in admitted_fresh(text) {
+                assert!(admitted.contains(&code), "{code} is admitted afresh but not after the edit, in {text:?}");
+            }
+        };
+        check(&text);
+        let at = text.len() - 1;
+        for (i, c) in "ard()\n    torch.cuda.empty_cache()".chars().enumerate() {
+            text.insert(at + i, c);
+            check(&text);
+        }
+        assert!(admitted_fresh(&text).len() > admitted_fresh("import torch\n").len(), "the edits admit rules");
+        // Deleting keeps what was admitted (looser, never stricter).
+        let before: Vec<&str> = admissions.admit(&text, every_rule()).iter().map(|r| r.code).collect();
+        let shortened = text.replace("    torch.cuda.empty_cache()", "");
+        let after: Vec<&str> = admissions.admit(&shortened, every_rule()).iter().map(|r| r.code).collect();
+        assert_eq!(before, after);
+    }
+}
