@@ -1,5 +1,5 @@
 //! The language server's work per keystroke, in-process: the keystrokes of `bench.py`, applied to
-//! a buffer and linted again as `culint server` does, then converted and serialized as it
+//! an open buffer and linted again as `culint server` does, then converted and framed as it
 //! publishes them. No protocol, no client: what is left when the transport is taken away, and a
 //! run that callgrind can count instructions of.
 //!
@@ -18,10 +18,13 @@ use std::time::{Duration, Instant};
 use culint::document::Document;
 use culint::lint::{LintContext, LintSettings, StatementCache, lint, lint_again};
 use culint::lsp::diagnostics::to_lsp;
-use culint::lsp::position::{PositionEncoding, PositionMapper};
+use culint::lsp::outbox::notification_frame;
+use culint::lsp::position::PositionEncoding;
+use culint::lsp::session::OpenDocument;
 use culint::parse::parse;
 use culint::project::ProjectIndex;
 use culint::text::TextRange;
+use tower_lsp_server::ls_types::notification::{Notification, PublishDiagnostics};
 use tower_lsp_server::ls_types::{PublishDiagnosticsParams, Uri};
 
 /// One keystroke: a byte range of the text as it is before the keystroke, and what replaces it.
@@ -116,7 +119,7 @@ fn main() {
     // the first keystroke parses and settles.
     let opened = parse(&text, None);
     let opening = lint(&text, &opened, context, &settings);
-    let mut document = Document::unparsed(&text, 1);
+    let mut buffer = OpenDocument::new(Document::unparsed(&text, 1), None);
     let cache = StatementCache::default();
     println!("{path}: {} lines, {} diagnostics when opened", text.lines().count(), opening.len());
 
@@ -126,22 +129,20 @@ fn main() {
     for (n, keystroke) in keystrokes(&text, count).iter().enumerate() {
         let version = n as i32 + 2;
         let started = Instant::now();
-        document.edit(keystroke.range, keystroke.text);
-        document.set_version(version);
-        let tree = document.tree().clone();
+        buffer.edit(keystroke.range, keystroke.text);
+        buffer.document.set_version(version);
+        let tree = buffer.document.tree().clone();
         let edited = Instant::now();
-        let current = document.text();
+        let current = buffer.document.text();
         let diagnostics = lint_again(current, &tree, context, &settings, &cache);
         let linted = Instant::now();
-        let mapper = PositionMapper::new(current, PositionEncoding::Utf16);
+        let mapper = buffer.positions(PositionEncoding::Utf16);
         let items = diagnostics.iter().map(|d| to_lsp(d, &mapper, &uri, version)).collect();
         let converted = Instant::now();
-        // What tower-lsp-server does with a notification: its params become a JSON value, and
-        // the message holding that value becomes text.
         let params = PublishDiagnosticsParams { uri: uri.clone(), diagnostics: items, version: Some(version) };
-        let value = serde_json::to_value(params).expect("diagnostics serialize");
-        published_bytes = serde_json::to_string(&value).expect("a JSON value serializes").len();
-        drop(value);
+        let frame = notification_frame(PublishDiagnostics::METHOD, &params).expect("diagnostics serialize");
+        published_bytes = frame.len();
+        drop((params, frame));
         let serialized = Instant::now();
         edit.0.push(edited - started);
         linting.0.push(linted - edited);
@@ -159,6 +160,6 @@ fn main() {
     edit.report("edit and reparse");
     linting.report("lint_again");
     convert.report("convert to LSP");
-    serialize.report("serialize (as tower-lsp-server)");
+    serialize.report("frame the notification");
     total.report("total");
 }

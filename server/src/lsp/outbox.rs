@@ -43,27 +43,28 @@ impl Outbox {
 
     /// Send a notification. Nothing is sent once the client has stopped reading.
     pub fn notify<P: Serialize>(&self, method: &str, params: &P) {
-        #[derive(Serialize)]
-        struct Notification<'a, P> {
-            jsonrpc: &'static str,
-            method: &'a str,
-            params: &'a P,
+        match notification_frame(method, params) {
+            // A closed queue means the session is over: there is no one left to tell.
+            Ok(frame) => drop(self.queue.send(frame)),
+            Err(error) => super::log::write(&format!("culint: cannot encode a {method} notification: {error}")),
         }
-        let notification = Notification { jsonrpc: "2.0", method, params };
-        let body = match serde_json::to_vec(&notification) {
-            Ok(body) => body,
-            Err(error) => {
-                super::log::write(&format!("culint: cannot encode a {method} notification: {error}"));
-                return;
-            }
-        };
-        let header = format!("Content-Length: {}\r\n\r\n", body.len());
-        let mut frame = Vec::with_capacity(header.len() + body.len());
-        frame.extend_from_slice(header.as_bytes());
-        frame.extend_from_slice(&body);
-        // A closed queue means the session is over: there is no one left to tell.
-        let _ = self.queue.send(frame);
     }
+}
+
+/// A notification as it goes over the wire: its header, then its JSON.
+pub fn notification_frame<P: Serialize>(method: &str, params: &P) -> serde_json::Result<Vec<u8>> {
+    #[derive(Serialize)]
+    struct Notification<'a, P> {
+        jsonrpc: &'static str,
+        method: &'a str,
+        params: &'a P,
+    }
+    let body = serde_json::to_vec(&Notification { jsonrpc: "2.0", method, params })?;
+    let header = format!("Content-Length: {}\r\n\r\n", body.len());
+    let mut frame = Vec::with_capacity(header.len() + body.len());
+    frame.extend_from_slice(header.as_bytes());
+    frame.extend_from_slice(&body);
+    Ok(frame)
 }
 
 impl AsyncWrite for TransportOutput {
