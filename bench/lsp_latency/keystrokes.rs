@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use culint::document::Document;
 use culint::lint::{LintContext, LintSettings, StatementCache, lint, lint_again};
-use culint::lsp::diagnostics::to_lsp;
+use culint::lsp::diagnostics::{PUBLISHED_BYTES_PER_DIAGNOSTIC, to_lsp};
 use culint::lsp::outbox::notification_frame;
 use culint::lsp::position::PositionEncoding;
 use culint::lsp::session::OpenDocument;
@@ -139,8 +139,9 @@ fn main() {
         let mapper = buffer.positions(PositionEncoding::Utf16);
         let items = diagnostics.iter().map(|d| to_lsp(d, &mapper, &uri, version)).collect();
         let converted = Instant::now();
+        let size_hint = 256 + PUBLISHED_BYTES_PER_DIAGNOSTIC * diagnostics.len();
         let params = PublishDiagnosticsParams { uri: uri.clone(), diagnostics: items, version: Some(version) };
-        let frame = notification_frame(PublishDiagnostics::METHOD, &params).expect("diagnostics serialize");
+        let frame = notification_frame(PublishDiagnostics::METHOD, &params, size_hint).expect("diagnostics serialize");
         published_bytes = frame.len();
         drop((params, frame));
         let serialized = Instant::now();

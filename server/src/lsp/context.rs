@@ -11,7 +11,7 @@ use tower_lsp_server::ls_types::{self as lsp, MessageType, PublishDiagnosticsPar
 
 use crate::diagnostic::Diagnostic;
 use crate::lint::{LintContext, lint, lint_again};
-use crate::lsp::diagnostics::to_lsp;
+use crate::lsp::diagnostics::{PUBLISHED_BYTES_PER_DIAGNOSTIC, to_lsp};
 use crate::lsp::log;
 use crate::lsp::outbox::Outbox;
 use crate::lsp::session::{SharedSession, Snapshot};
@@ -135,8 +135,9 @@ impl ServerContext {
     }
 
     fn send_diagnostics(&self, uri: Uri, diagnostics: Vec<lsp::Diagnostic>, version: Option<i32>) {
+        let size_hint = 256 + PUBLISHED_BYTES_PER_DIAGNOSTIC * diagnostics.len();
         let params = PublishDiagnosticsParams { uri, diagnostics, version };
-        self.outbox.notify(<PublishDiagnostics as Notification>::METHOD, &params);
+        self.outbox.notify(<PublishDiagnostics as Notification>::METHOD, &params, size_hint);
     }
 
     /// After settings, configuration files or hardware facts changed: reload the configuration,

@@ -41,9 +41,10 @@ impl Outbox {
         (Outbox { queue: queue.clone() }, TransportOutput { queue })
     }
 
-    /// Send a notification. Nothing is sent once the client has stopped reading.
-    pub fn notify<P: Serialize>(&self, method: &str, params: &P) {
-        match notification_frame(method, params) {
+    /// Send a notification, whose JSON takes about `size_hint` bytes. Nothing is sent once the
+    /// client has stopped reading.
+    pub fn notify<P: Serialize>(&self, method: &str, params: &P, size_hint: usize) {
+        match notification_frame(method, params, size_hint) {
             // A closed queue means the session is over: there is no one left to tell.
             Ok(frame) => drop(self.queue.send(frame)),
             Err(error) => super::log::write(&format!("culint: cannot encode a {method} notification: {error}")),
@@ -51,15 +52,17 @@ impl Outbox {
     }
 }
 
-/// A notification as it goes over the wire: its header, then its JSON.
-pub fn notification_frame<P: Serialize>(method: &str, params: &P) -> serde_json::Result<Vec<u8>> {
+/// A notification as it goes over the wire: its header, then its JSON, which takes about
+/// `size_hint` bytes (a good guess spares copying a large one as it grows).
+pub fn notification_frame<P: Serialize>(method: &str, params: &P, size_hint: usize) -> serde_json::Result<Vec<u8>> {
     #[derive(Serialize)]
     struct Notification<'a, P> {
         jsonrpc: &'static str,
         method: &'a str,
         params: &'a P,
     }
-    let body = serde_json::to_vec(&Notification { jsonrpc: "2.0", method, params })?;
+    let mut body = Vec::with_capacity(size_hint);
+    serde_json::to_writer(&mut body, &Notification { jsonrpc: "2.0", method, params })?;
     let header = format!("Content-Length: {}\r\n\r\n", body.len());
     let mut frame = Vec::with_capacity(header.len() + body.len());
     frame.extend_from_slice(header.as_bytes());
@@ -112,7 +115,7 @@ mod tests {
         let (server_side, mut client_side) = tokio::io::duplex(16);
         let (outbox, mut transport) = Outbox::start(server_side);
         transport.write_all(b"Content-Length: 2\r\n\r\n{}").await.unwrap();
-        outbox.notify("a/b", &[1, 2]);
+        outbox.notify("a/b", &[1, 2], 0);
         transport.write_all(b"Content-Length: 4\r\n\r\nnull").await.unwrap();
         drop((outbox, transport));
         let mut received = String::new();
@@ -130,7 +133,7 @@ mod tests {
         let (server_side, client_side) = tokio::io::duplex(16);
         drop(client_side);
         let (outbox, mut transport) = Outbox::start(server_side);
-        outbox.notify("a/b", &());
+        outbox.notify("a/b", &(), 0);
         // The writer task sees the closed pipe and stops; the transport's next write fails.
         let mut failed = false;
         for _ in 0..100 {
