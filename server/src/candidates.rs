@@ -400,7 +400,7 @@ mod tests {
         let found = candidates_by_rule(text, &tree, &every_rule, Some(&cache));
         assert!(found.iter().any(|list| !list.is_empty()));
         let rules: Vec<usize> = every_rule.iter().map(|rule| index_of(rule)).collect();
-        cache.statements.replace_all(|| CachedMatches { rules: rules.clone(), candidates: Vec::new() });
+        cache.statements.replace_all(|_| CachedMatches { rules: rules.clone(), candidates: Vec::new() });
         let reused = candidates_by_rule(text, &tree, &every_rule, Some(&cache));
         assert!(reused.iter().all(Vec::is_empty), "statements were queried again");
     }

@@ -11,6 +11,9 @@
 //! - **What the whole file decides**, compared here: the settings and the file's path, how its
 //!   lines end, whether it names CUDA, its import statements, the frameworks it configures and the
 //!   kind of every loop. The checks read these freely.
+//!
+//! The kinds of the loops are kept the same way, per statement, ahead of the checks: a statement's
+//! loop kinds stand while what classifying them read does and the imports are the same.
 //! - **Where the findings lie**: a finding is kept only when its range, its related ranges and
 //!   its fix's edits all lie on the statement's own lines, and the rest of its last line is the
 //!   same text. Fixes read and write whole lines, so no statement may share a line with another
@@ -42,6 +45,23 @@ pub struct CheckCache {
     statements: StatementMemory<CheckedStatement>,
     /// What the whole file decided at the last lint that kept its statements here.
     facts: Mutex<Option<FileFacts>>,
+    loops: StatementMemory<ClassifiedLoops>,
+    /// The import statements when the loops were last classified: what makes a call a model's.
+    loop_imports: Mutex<Option<Vec<ImportText>>>,
+}
+
+/// What the last lint kept of the kinds of a top-level statement's loops.
+struct ClassifiedLoops {
+    /// The keys the statement files in the model's indices.
+    keys: Arc<[u64]>,
+    /// `None` when they may not be kept.
+    kinds: Option<Arc<KeptKinds>>,
+}
+
+/// The kinds of a statement's loops, and what classifying them read.
+struct KeptKinds {
+    kinds: Arc<[LoopKind]>,
+    reads: Reads,
 }
 
 impl CheckCache {
@@ -49,13 +69,49 @@ impl CheckCache {
     pub fn clear(&self) {
         self.statements.clear();
         *self.facts.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        self.loops.clear();
+        *self.loop_imports.lock().unwrap_or_else(PoisonError::into_inner) = None;
     }
 
     /// Work out, ahead of [`CheckCache::open`], what the whole file decides that takes long: the
-    /// kinds of its loops and the frameworks it configures (both memoised in the model).
-    pub fn prepare(model: &Model<'_>) {
-        model.loops();
+    /// kinds of its loops, from those the last lint kept where they still hold, and the
+    /// frameworks it configures (both memoised in the model).
+    pub fn prepare<'a>(&self, model: &Model<'a>, tree: &'a Tree) {
+        self.classify_loops(model, tree);
         model.frameworks();
+    }
+
+    fn classify_loops<'a>(&self, model: &Model<'a>, tree: &'a Tree) {
+        let Some(mut recall) = self.loops.open(tree) else {
+            model.loops();
+            return;
+        };
+        let imports = import_texts(model);
+        let last_imports = self.loop_imports.lock().unwrap_or_else(PoisonError::into_inner).replace(imports.clone());
+        let same_imports = last_imports == Some(imports);
+        let recalled = recall_statements(&mut recall, model, |kept| &kept.keys);
+        let holding: Vec<Option<Arc<KeptKinds>>> = recalled
+            .kept
+            .iter()
+            .map(|kept| {
+                let kinds = kept.as_ref()?.kinds.as_ref()?;
+                let hold = same_imports
+                    && !kinds.reads.read_any(&recalled.changed)
+                    && kinds.reads.facts().iter().all(|(fact, value)| model.file_fact(*fact) == *value);
+                hold.then(|| Arc::clone(kinds))
+            })
+            .collect();
+        let fresh = model.classify_keeping(&|index| holding[index].as_ref().map(|kept| Arc::clone(&kept.kinds)));
+        let mut kinds = holding;
+        for classified in fresh {
+            kinds[classified.statement] = (!classified.reads.whole_file())
+                .then(|| Arc::new(KeptKinds { kinds: classified.kinds, reads: classified.reads }));
+        }
+        let statements = model.top_level();
+        for ((statement, keys), kinds) in statements.iter().zip(recalled.keys).zip(kinds) {
+            let kinds = kinds.filter(|_| !statement.has_error());
+            recall.keep(*statement, ClassifiedLoops { keys, kinds });
+        }
     }
 
     /// The kept checks for one lint of `model`; `None` when another lint of the buffer holds them
@@ -71,27 +127,48 @@ impl CheckCache {
         let facts = FileFacts::of(model, context, settings);
         let previous = self.facts.lock().unwrap_or_else(PoisonError::into_inner).take();
         let reusable = previous.as_ref() == Some(&facts) && facts.keeps_statements();
-        // Every statement is asked for, so that what is left over is what the edit changed.
-        let statements = model.top_level();
-        let mut changed = HashSet::new();
-        let (mut recalled, mut keys) = (Vec::with_capacity(statements.len()), Vec::with_capacity(statements.len()));
-        for statement in statements {
-            let kept = recall.recall(*statement).map(|(kept, _)| kept);
-            let statement_keys: Arc<[u64]> = match &kept {
-                Some(kept) => Arc::clone(&kept.keys),
-                None => model.statement_keys(*statement).into(),
-            };
-            if kept.is_none() {
-                changed.extend(statement_keys.iter().copied());
-            }
-            recalled.push(kept);
-            keys.push(statement_keys);
-        }
-        for forgotten in recall.forgotten() {
-            changed.extend(forgotten.keys.iter().copied());
-        }
+        let Recalled { kept: recalled, keys, changed } = recall_statements(&mut recall, model, |kept| &kept.keys);
         Some(CheckSession { cache: self, recall, keys, kept: KeptChecks { facts, reusable, changed, recalled } })
     }
+}
+
+/// What a [`Recall`] has kept of every top-level statement.
+struct Recalled<T> {
+    /// By top-level index: what the last lint kept of the statement, when it is unchanged.
+    kept: Vec<Option<Arc<T>>>,
+    /// By top-level index: the keys each statement files, to keep with it.
+    keys: Vec<Arc<[u64]>>,
+    /// The keys ([`crate::semantic::reads::key`]) that the changed statements file, before the
+    /// edit and after it.
+    changed: HashSet<u64>,
+}
+
+/// Recall every top-level statement of `model`, each kept with its keys (`keys_of`).
+fn recall_statements<'a, T>(
+    recall: &mut Recall<'_, 'a, T>,
+    model: &Model<'a>,
+    keys_of: impl Fn(&T) -> &Arc<[u64]>,
+) -> Recalled<T> {
+    // Every statement is asked for, so that what is left over is what the edit changed.
+    let statements = model.top_level();
+    let mut changed = HashSet::new();
+    let (mut kept, mut keys) = (Vec::with_capacity(statements.len()), Vec::with_capacity(statements.len()));
+    for statement in statements {
+        let recalled = recall.recall(*statement).map(|(recalled, _)| recalled);
+        let statement_keys: Arc<[u64]> = match &recalled {
+            Some(recalled) => Arc::clone(keys_of(recalled)),
+            None => model.statement_keys(*statement).into(),
+        };
+        if recalled.is_none() {
+            changed.extend(statement_keys.iter().copied());
+        }
+        kept.push(recalled);
+        keys.push(statement_keys);
+    }
+    for forgotten in recall.forgotten() {
+        changed.extend(keys_of(forgotten).iter().copied());
+    }
+    Recalled { kept, keys, changed }
 }
 
 /// One lint's use of a [`CheckCache`]: the findings it may keep, and what it keeps for the next.
@@ -236,8 +313,7 @@ struct FileFacts {
     own_lines: bool,
     line_ending: &'static str,
     mentions_cuda: bool,
-    /// The text of every import statement, in order, and whether it is at module level.
-    imports: Vec<(Box<str>, bool)>,
+    imports: Vec<ImportText>,
     frameworks: Frameworks,
     /// The kind of every loop, in order.
     loop_kinds: Vec<LoopKind>,
@@ -246,8 +322,7 @@ struct FileFacts {
 impl FileFacts {
     fn of(model: &Model<'_>, context: LintContext<'_>, settings: &LintSettings) -> Self {
         let text = model.text;
-        let imports = model.imports.statements.iter();
-        let imports = imports.map(|s| (text[s.range.start_byte..s.range.end_byte].into(), s.top_level)).collect();
+        let imports = import_texts(model);
         Self {
             settings: settings.clone(),
             path: context.path.map(ToOwned::to_owned),
@@ -264,6 +339,15 @@ impl FileFacts {
     fn keeps_statements(&self) -> bool {
         self.own_lines
     }
+}
+
+/// The text of an import statement, and whether it is at module level.
+type ImportText = (Box<str>, bool);
+
+/// Every import statement, in order.
+fn import_texts(model: &Model<'_>) -> Vec<ImportText> {
+    let text = model.text;
+    model.imports.statements.iter().map(|s| (text[s.range.start_byte..s.range.end_byte].into(), s.top_level)).collect()
 }
 
 /// Whether every top-level statement starts at a line's start and ends on a line before the next
@@ -407,6 +491,98 @@ def train_step(model, batch):
         assert_followed(text, "loss.backward()", "loss.backward()\n    optimizer.zero_grad()", "CUL501");
     }
 
+    /// The loop kinds of a buffer as `cache` works them out (keeping what it can), and as a fresh
+    /// model does.
+    fn kinds_kept_and_fresh(cache: &CheckCache, document: &mut Document) -> (Vec<LoopKind>, Vec<LoopKind>) {
+        let tree = document.tree().clone();
+        let text = document.text();
+        let kept = Model::with_cache(text, &tree, LintContext::default(), None);
+        cache.prepare(&kept, &tree);
+        let fresh = Model::with_cache(text, &tree, LintContext::default(), None);
+        let kinds = |model: &Model<'_>| model.loops().iter().map(|l| l.kind).collect::<Vec<_>>();
+        (kinds(&kept), kinds(&fresh))
+    }
+
+    /// Edit `text` (replace `old`, once in it, by `new`) so that the loops' kinds go from `before`
+    /// to `after`, and check that the kept kinds follow.
+    fn assert_kinds_follow(text: &str, old: &str, new: &str, before: &[LoopKind], after: &[LoopKind]) {
+        let cache = CheckCache::default();
+        let mut document = Document::unparsed(text, 1);
+        // The first edit of an unparsed buffer settles its tree: the next reparse shares statements.
+        document.edit(TextRange::empty(text.len()), "# settled\n");
+        let (kept, fresh) = kinds_kept_and_fresh(&cache, &mut document);
+        assert_eq!((&kept[..], &fresh[..]), (before, before));
+        let at = document.text().find(old).expect("in the text");
+        document.edit(TextRange::new(at, at + old.len()), new);
+        let (kept, fresh) = kinds_kept_and_fresh(&cache, &mut document);
+        assert_eq!((&kept[..], &fresh[..]), (after, after), "after replacing {old:?} with {new:?}");
+    }
+
+    /// A loop whose kind rests on another statement's loops, which rest on a third statement: an
+    /// edit of the third changes both kinds.
+    #[test]
+    fn loop_kinds_follow_an_edit_two_statements_away() {
+        let text = "def run(model, loader, optimizer):
+    for epoch in range(3):
+        train_epoch(model, loader, optimizer)
+
+def train_epoch(model, loader, optimizer):
+    for batch in loader:
+        update(model, batch, optimizer)
+
+print(\"an edit next to a statement may change how it parses: this one keeps them apart\")
+
+def update(model, batch, optimizer):
+    loss = model(batch)
+    optimizer.step()
+";
+        let backward = "loss.backward()\n    optimizer.step()";
+        let (other, epoch, step) = (LoopKind::Other, LoopKind::Epoch, LoopKind::Step);
+        assert_kinds_follow(text, "optimizer.step()", backward, &[other, other], &[epoch, step]);
+    }
+
+    /// A call whose name no function had: once a later statement defines it, the loop calls a
+    /// helper that runs a training step.
+    #[test]
+    fn loop_kinds_follow_a_function_that_comes_to_be() {
+        let text = "def train_epoch(model, loader, optimizer):
+    for batch in loader:
+        update(model, batch, optimizer)
+
+print(\"an edit next to a statement may change how it parses: this one keeps them apart\")
+
+def helper(model, batch, optimizer):
+    loss = model(batch)
+    loss.backward()
+";
+        assert_kinds_follow(text, "def helper", "def update", &[LoopKind::Other], &[LoopKind::Step]);
+    }
+
+    /// The tests above would pass with kinds that are never kept; this one fails then.
+    #[test]
+    fn loop_kinds_of_unchanged_statements_are_kept() {
+        let text = include_str!("../../examples/train_resnet.py");
+        let cache = CheckCache::default();
+        let mut document = Document::unparsed(text, 1);
+        document.edit(TextRange::empty(text.len()), "# one\n");
+        let (kept, fresh) = kinds_kept_and_fresh(&cache, &mut document);
+        assert_eq!(kept, fresh);
+        assert!(fresh.contains(&LoopKind::Step), "the example has a step loop");
+        // Every statement's loops "were" eval loops; an edit that touches none of them keeps that.
+        cache.loops.replace_all(|kept| ClassifiedLoops {
+            keys: Arc::clone(&kept.keys),
+            kinds: kept.kinds.as_ref().map(|kept| {
+                Arc::new(KeptKinds {
+                    kinds: kept.kinds.iter().map(|_| LoopKind::Eval).collect(),
+                    reads: kept.reads.clone(),
+                })
+            }),
+        });
+        document.edit(TextRange::empty(document.text().len()), "# two\n");
+        let (kept, _) = kinds_kept_and_fresh(&cache, &mut document);
+        assert!(kept.iter().all(|kind| *kind == LoopKind::Eval), "kinds were worked out again: {kept:?}");
+    }
+
     /// The tests above would pass with findings that are never kept; this one fails then.
     #[test]
     fn findings_of_unchanged_statements_are_kept() {
@@ -425,7 +601,7 @@ def train_step(model, batch):
             .collect();
         assert!(!kept_codes.is_empty(), "the example has no finding of a rule that keeps its findings");
         // Every statement "had" no findings; an edit that touches none of them keeps that.
-        let no_findings = || CheckedStatement {
+        let no_findings = |_: &CheckedStatement| CheckedStatement {
             keys: Arc::from([]),
             findings: crate::rules::RULES
                 .iter()

@@ -273,10 +273,10 @@ fn lint_rules(
     // large file each takes milliseconds, and an editor waits for both.
     let build_model = || {
         let model = Model::with_cache(text, tree, context, cache.map(|c| &c.walks));
-        if cache.is_some() {
+        if let Some(cache) = cache {
             // The kept checks compare what the whole file decides before any check runs (see
             // [`crate::check_cache`]); decided here, it overlaps with the rules' queries.
-            CheckCache::prepare(&model);
+            cache.checks.prepare(&model, tree);
         }
         model
     };

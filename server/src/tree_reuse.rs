@@ -133,11 +133,12 @@ impl<T> StatementMemory<T> {
         memory.tree = None;
     }
 
-    /// Replace everything kept with `value` (tests use it to see that the memory is read).
+    /// Replace everything kept with what `value` makes of it (tests use it to see that the
+    /// memory is read).
     #[cfg(test)]
-    pub fn replace_all(&self, value: impl Fn() -> T) {
+    pub fn replace_all(&self, value: impl Fn(&T) -> T) {
         let mut memory = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        memory.statements.values_mut().for_each(|kept| *kept = Arc::new(value()));
+        memory.statements.values_mut().for_each(|kept| *kept = Arc::new(value(kept)));
     }
 
     /// The memory for one lint of `tree`; `None` when another lint of the buffer holds it (it is

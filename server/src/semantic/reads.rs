@@ -71,7 +71,7 @@ impl Reads {
         self
     }
 
-    fn extend(&mut self, other: &Reads) {
+    pub fn extend(&mut self, other: &Reads) {
         self.keys.extend_from_slice(&other.keys);
         self.whole_file |= other.whole_file;
         self.facts.extend_from_slice(&other.facts);

@@ -361,7 +361,7 @@ mod tests {
         let tree = parse(text, None);
         let cache = WalkCache::default();
         assert!(!Model::with_cache(text, &tree, LintContext::default(), Some(&cache)).calls.is_empty());
-        cache.statements.replace_all(|| WalkedStatement { found: Vec::new(), mentions_cuda: false });
+        cache.statements.replace_all(|_| WalkedStatement { found: Vec::new(), mentions_cuda: false });
         let replayed = Model::with_cache(text, &tree, LintContext::default(), Some(&cache));
         assert!(replayed.calls.is_empty(), "statements were walked again");
     }
