@@ -25,10 +25,11 @@ pub const RULE_DOCS_BASE_URL: &str = "https://github.com/culint/culint/blob/main
 /// What a diagnostic carries in its `data`, so code actions need no server-side cache: the fix,
 /// and the document version its byte offsets refer to.
 ///
-/// It travels as one JSON string, not as an object. tower-lsp-server turns a notification's
-/// params into a `serde_json::Value` tree before writing them, and each fix as an object is a
-/// tree of its own, copied node by node; as a string it is copied in one piece. A large file's
-/// publish takes less than half as long (BENCHMARKS.md). Clients pass `data` back untouched.
+/// It travels as one JSON string, not as an object. Pulled diagnostics go out through
+/// tower-lsp-server, which turns a response into a `serde_json::Value` tree before writing it,
+/// and each fix as an object would be a tree of its own, copied node by node; as a string it is
+/// copied in one piece (pushed diagnostics are written straight out, see `outbox`, where the
+/// string is one more pass of escaping). Clients pass `data` back untouched.
 ///
 /// The string holds an array, `[version, fix]`, with the fix `null` or
 /// `[title, applicability, [[start, end, content], ...]]`: field names would be repeated in every
