@@ -3,7 +3,8 @@
 //!
 //! The transport's `Client` turns every notification's params into a `serde_json::Value` tree,
 //! writes the tree out, then frees it. For the hundreds of diagnostics of a large script that
-//! cost more than linting it after a keystroke (BENCHMARKS.md), so diagnostics bypass it.
+//! cost half as much again as linting it after a keystroke; written straight out they cost a
+//! third of that (BENCHMARKS.md), so diagnostics bypass it.
 //!
 //! Frames never interleave. The transport encodes a whole message into its buffer before writing
 //! any of it, and [`TransportOutput`] always takes the whole buffer, so each write it receives
