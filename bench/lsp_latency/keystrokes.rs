@@ -17,15 +17,15 @@ use std::time::{Duration, Instant};
 
 use culint::document::Document;
 use culint::lint::{LintContext, LintSettings, StatementCache, lint, lint_again};
-use culint::lsp::diagnostics::{PUBLISHED_BYTES_PER_DIAGNOSTIC, to_lsp};
+use culint::lsp::diagnostics::{LspDiagnostic, PUBLISHED_BYTES_PER_DIAGNOSTIC, Publish};
 use culint::lsp::outbox::notification_frame;
 use culint::lsp::position::PositionEncoding;
 use culint::lsp::session::OpenDocument;
 use culint::parse::parse;
 use culint::project::ProjectIndex;
 use culint::text::TextRange;
+use tower_lsp_server::ls_types::Uri;
 use tower_lsp_server::ls_types::notification::{Notification, PublishDiagnostics};
-use tower_lsp_server::ls_types::{PublishDiagnosticsParams, Uri};
 
 /// One keystroke: a byte range of the text as it is before the keystroke, and what replaces it.
 struct Keystroke {
@@ -137,10 +137,10 @@ fn main() {
         let diagnostics = lint_again(current, &tree, context, &settings, &cache);
         let linted = Instant::now();
         let mapper = buffer.positions(PositionEncoding::Utf16);
-        let items = diagnostics.iter().map(|d| to_lsp(d, &mapper, &uri, version)).collect();
+        let items = diagnostics.iter().map(|d| LspDiagnostic::of(d, &mapper, &uri, version)).collect();
         let converted = Instant::now();
         let size_hint = 256 + PUBLISHED_BYTES_PER_DIAGNOSTIC * diagnostics.len();
-        let params = PublishDiagnosticsParams { uri: uri.clone(), diagnostics: items, version: Some(version) };
+        let params = Publish { uri: &uri, diagnostics: items, version: Some(version) };
         let frame = notification_frame(PublishDiagnostics::METHOD, &params, size_hint).expect("diagnostics serialize");
         published_bytes = frame.len();
         drop((params, frame));

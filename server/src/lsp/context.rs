@@ -7,11 +7,11 @@ use std::sync::Arc;
 use tower_lsp_server::Client;
 use tower_lsp_server::jsonrpc;
 use tower_lsp_server::ls_types::notification::{Notification, PublishDiagnostics};
-use tower_lsp_server::ls_types::{self as lsp, MessageType, PublishDiagnosticsParams, Uri};
+use tower_lsp_server::ls_types::{MessageType, Uri};
 
 use crate::diagnostic::Diagnostic;
 use crate::lint::{LintContext, lint, lint_again};
-use crate::lsp::diagnostics::{PUBLISHED_BYTES_PER_DIAGNOSTIC, to_lsp};
+use crate::lsp::diagnostics::{LspDiagnostic, PUBLISHED_BYTES_PER_DIAGNOSTIC, Publish};
 use crate::lsp::log;
 use crate::lsp::outbox::Outbox;
 use crate::lsp::session::{SharedSession, Snapshot};
@@ -124,20 +124,19 @@ impl ServerContext {
         }
         let encoding = self.session.lock().features.encoding;
         let mapper = snapshot.positions(encoding);
-        let items = diagnostics.iter().map(|d| to_lsp(d, &mapper, uri, snapshot.version)).collect();
-        self.send_diagnostics(uri.clone(), items, Some(snapshot.version));
+        let items = diagnostics.iter().map(|d| LspDiagnostic::of(d, &mapper, uri, snapshot.version)).collect();
+        self.send_diagnostics(Publish { uri, diagnostics: items, version: Some(snapshot.version) });
     }
 
     /// Withdraw pushed diagnostics (the document was closed), in order with pending publishes.
     pub async fn clear_diagnostics(&self, uri: Uri) {
         let _order = self.publish_lock.lock().await;
-        self.send_diagnostics(uri, Vec::new(), None);
+        self.send_diagnostics(Publish { uri: &uri, diagnostics: Vec::new(), version: None });
     }
 
-    fn send_diagnostics(&self, uri: Uri, diagnostics: Vec<lsp::Diagnostic>, version: Option<i32>) {
-        let size_hint = 256 + PUBLISHED_BYTES_PER_DIAGNOSTIC * diagnostics.len();
-        let params = PublishDiagnosticsParams { uri, diagnostics, version };
-        self.outbox.notify(<PublishDiagnostics as Notification>::METHOD, &params, size_hint);
+    fn send_diagnostics(&self, publish: Publish<'_>) {
+        let size_hint = 256 + PUBLISHED_BYTES_PER_DIAGNOSTIC * publish.diagnostics.len();
+        self.outbox.notify(<PublishDiagnostics as Notification>::METHOD, &publish, size_hint);
     }
 
     /// After settings, configuration files or hardware facts changed: reload the configuration,

@@ -7,7 +7,7 @@ use std::sync::LazyLock;
 
 use serde::Serialize;
 use tower_lsp_server::ls_types::{
-    self as lsp, CodeDescription, DiagnosticRelatedInformation, DiagnosticTag, Location, NumberOrString, Uri,
+    self as lsp, CodeDescription, DiagnosticRelatedInformation, DiagnosticTag, Location, NumberOrString, Range, Uri,
 };
 
 use crate::diagnostic::{Diagnostic, Severity};
@@ -88,27 +88,98 @@ pub fn rule_url(code: &str) -> Option<Uri> {
 static RULE_URLS: LazyLock<Vec<Option<Uri>>> =
     LazyLock::new(|| crate::rules::RULES.iter().map(|rule| rule_url(rule.code)).collect());
 
+/// A diagnostic as the protocol has it, borrowed from the engine's: what a publish writes out,
+/// field for field what [`to_lsp`] makes of it, without copying every string first.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LspDiagnostic<'a> {
+    range: Range,
+    severity: lsp::DiagnosticSeverity,
+    code: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    code_description: Option<Href<'a>>,
+    source: &'static str,
+    message: &'a str,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    related_information: Vec<RelatedAt<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tags: Option<[DiagnosticTag; 1]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data: Option<String>,
+}
+
+#[derive(Serialize)]
+struct Href<'a> {
+    href: &'a Uri,
+}
+
+#[derive(Serialize)]
+struct RelatedAt<'a> {
+    location: At<'a>,
+    message: &'a str,
+}
+
+#[derive(Serialize)]
+struct At<'a> {
+    uri: &'a Uri,
+    range: Range,
+}
+
+impl<'a> LspDiagnostic<'a> {
+    pub fn of(diagnostic: &'a Diagnostic, mapper: &PositionMapper<'_>, uri: &'a Uri, version: i32) -> Self {
+        let rule_page =
+            crate::rules::by_code(&diagnostic.code).and_then(|rule| RULE_URLS[crate::rules::index_of(rule)].as_ref());
+        LspDiagnostic {
+            range: mapper.range(diagnostic.range),
+            severity: severity(diagnostic.severity),
+            code: &diagnostic.code,
+            code_description: rule_page.map(|href| Href { href }),
+            source: SOURCE,
+            message: &diagnostic.message,
+            related_information: diagnostic
+                .related
+                .iter()
+                .map(|related| RelatedAt {
+                    location: At { uri, range: mapper.range(related.range) },
+                    message: &related.message,
+                })
+                .collect(),
+            tags: diagnostic.deprecated.then_some([DiagnosticTag::DEPRECATED]),
+            data: DiagnosticData::write(version, diagnostic.fix.as_ref()),
+        }
+    }
+}
+
+/// Diagnostics to push for one document, as `textDocument/publishDiagnostics` takes them.
+#[derive(Serialize)]
+pub struct Publish<'a> {
+    pub uri: &'a Uri,
+    pub diagnostics: Vec<LspDiagnostic<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<i32>,
+}
+
+/// The protocol's owned diagnostic, for responses that go out through tower-lsp-server.
 pub fn to_lsp(diagnostic: &Diagnostic, mapper: &PositionMapper<'_>, uri: &Uri, version: i32) -> lsp::Diagnostic {
-    let rule_page =
-        crate::rules::by_code(&diagnostic.code).and_then(|rule| RULE_URLS[crate::rules::index_of(rule)].clone());
-    let related: Vec<DiagnosticRelatedInformation> = diagnostic
-        .related
-        .iter()
+    let wire = LspDiagnostic::of(diagnostic, mapper, uri, version);
+    let related: Vec<DiagnosticRelatedInformation> = wire
+        .related_information
+        .into_iter()
         .map(|related| DiagnosticRelatedInformation {
-            location: Location { uri: uri.clone(), range: mapper.range(related.range) },
-            message: related.message.clone(),
+            location: Location { uri: related.location.uri.clone(), range: related.location.range },
+            message: related.message.to_owned(),
         })
         .collect();
     lsp::Diagnostic {
-        range: mapper.range(diagnostic.range),
-        severity: Some(severity(diagnostic.severity)),
-        code: Some(NumberOrString::String(diagnostic.code.clone())),
-        code_description: rule_page.map(|href| CodeDescription { href }),
-        source: Some(SOURCE.to_owned()),
-        message: diagnostic.message.clone(),
+        range: wire.range,
+        severity: Some(wire.severity),
+        code: Some(NumberOrString::String(wire.code.to_owned())),
+        code_description: wire.code_description.map(|page| CodeDescription { href: page.href.clone() }),
+        source: Some(wire.source.to_owned()),
+        message: wire.message.to_owned(),
         related_information: (!related.is_empty()).then_some(related),
-        tags: diagnostic.deprecated.then(|| vec![DiagnosticTag::DEPRECATED]),
-        data: DiagnosticData::write(version, diagnostic.fix.as_ref()).map(serde_json::Value::String),
+        tags: wire.tags.map(Vec::from),
+        data: wire.data.map(serde_json::Value::String),
     }
 }
 
@@ -155,6 +226,37 @@ mod tests {
             related: vec![Related { range: TextRange::new(import, import + 12), message: "imported here".to_owned() }],
             deprecated: true,
         }
+    }
+
+    /// What a publish writes is, field for field, the protocol's diagnostic that pulled
+    /// diagnostics and code actions use: for every finding of the examples and the fixtures.
+    #[test]
+    fn published_diagnostics_are_the_protocols_diagnostics() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let uri: Uri = "file:///workspace/train.py".parse().unwrap();
+        let mut compared = 0;
+        for folder in ["examples", "tests/fixtures"] {
+            for entry in std::fs::read_dir(root.join(folder)).unwrap() {
+                let path = entry.unwrap().path();
+                if path.extension().is_none_or(|e| e != "py") {
+                    continue;
+                }
+                let text = std::fs::read_to_string(&path).unwrap();
+                let tree = crate::parse::parse(&text, None);
+                let settings = crate::lint::LintSettings::default();
+                for diagnostic in crate::lint::lint(&text, &tree, crate::lint::LintContext::default(), &settings) {
+                    let mapper = PositionMapper::new(&text, PositionEncoding::Utf16);
+                    let published = serde_json::to_value(LspDiagnostic::of(&diagnostic, &mapper, &uri, 7)).unwrap();
+                    let owned = serde_json::to_value(to_lsp(&diagnostic, &mapper, &uri, 7)).unwrap();
+                    assert_eq!(published, owned, "{}", path.display());
+                    compared += 1;
+                }
+            }
+        }
+        assert!(compared > 100, "only {compared} findings compared");
+        let publish = Publish { uri: &uri, diagnostics: Vec::new(), version: None };
+        let owned = tower_lsp_server::ls_types::PublishDiagnosticsParams::new(uri.clone(), Vec::new(), None);
+        assert_eq!(serde_json::to_value(&publish).unwrap(), serde_json::to_value(&owned).unwrap());
     }
 
     #[test]
