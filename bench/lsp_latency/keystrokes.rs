@@ -134,7 +134,8 @@ fn main() {
         let tree = buffer.document.tree().clone();
         let edited = Instant::now();
         let current = buffer.document.text();
-        let diagnostics = lint_again(current, &tree, context, &settings, &cache);
+        // On rayon's pool, as the server runs a lint: its parallel parts then start there.
+        let diagnostics = rayon::scope(|_| lint_again(current, &tree, context, &settings, &cache));
         let linted = Instant::now();
         let mapper = buffer.positions(PositionEncoding::Utf16);
         let items = diagnostics.iter().map(|d| LspDiagnostic::of(d, &mapper, &uri, version)).collect();

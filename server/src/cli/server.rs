@@ -19,8 +19,9 @@ pub fn run(args: ServerArgs) -> ExitCode {
         eprintln!("culint server: cannot open the log file {}: {error}", path.display());
         return ExitCode::from(super::EXIT_USAGE);
     }
-    // Engine work runs on the blocking pool. Bounded by the cores, so a burst of opened files
-    // queues instead of spawning hundreds of threads, each with its own allocator arena.
+    // Lints run on rayon's pool, other engine work on the blocking pool. Both are bounded by the
+    // cores, so a burst of opened files queues instead of spawning hundreds of threads, each with
+    // its own allocator arena.
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     let runtime = match tokio::runtime::Builder::new_multi_thread().max_blocking_threads(cores).enable_all().build() {
         Ok(runtime) => runtime,

@@ -62,13 +62,37 @@ impl ServerContext {
                     Ok(payload) => panic_message(payload.as_ref()),
                     Err(error) => error.to_string(),
                 };
-                self.log(MessageType::ERROR, format!("culint: {what} failed: {reason}")).await;
-                Err(jsonrpc::Error {
-                    code: jsonrpc::ErrorCode::InternalError,
-                    message: format!("culint: {what} failed: {reason}").into(),
-                    data: None,
-                })
+                Err(self.failed(what, reason).await)
             }
+        }
+    }
+
+    /// Run a lint on the pool whose threads its parallel parts use, as [`ServerContext::blocking`]
+    /// runs other work. Entering that pool once, rather than from a blocking thread at each of
+    /// the lint's parallel parts, spares a hand-over between threads at each, and on a busy
+    /// machine the slowest keystrokes wait on exactly those (BENCHMARKS.md). Not for work that
+    /// blocks: it would hold a lint's thread.
+    pub async fn computing<T, F>(&self, what: &'static str, work: F) -> jsonrpc::Result<T>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let (done, result) = tokio::sync::oneshot::channel();
+        rayon::spawn(move || drop(done.send(catch_unwind(AssertUnwindSafe(work)))));
+        match result.await {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(payload)) => Err(self.failed(what, panic_message(payload.as_ref())).await),
+            Err(_) => Err(self.failed(what, "the lint's thread ended without an answer".to_owned()).await),
+        }
+    }
+
+    /// Log that engine work failed, and the error that answers the request it was for.
+    async fn failed(&self, what: &'static str, reason: String) -> jsonrpc::Error {
+        self.log(MessageType::ERROR, format!("culint: {what} failed: {reason}")).await;
+        jsonrpc::Error {
+            code: jsonrpc::ErrorCode::InternalError,
+            message: format!("culint: {what} failed: {reason}").into(),
+            data: None,
         }
     }
 
@@ -103,7 +127,7 @@ impl ServerContext {
             self.report_problem(problem).await;
         }
         let input = snapshot.clone();
-        let diagnostics = Arc::new(self.blocking("lint", move || lint_snapshot(&input)).await?);
+        let diagnostics = Arc::new(self.computing("lint", move || lint_snapshot(&input)).await?);
         let stored = self.session.lock().store(&snapshot, diagnostics.clone());
         Ok(stored.then_some((snapshot, diagnostics)))
     }
@@ -206,12 +230,19 @@ mod tests {
     #[tokio::test]
     async fn a_panic_in_engine_work_becomes_a_logged_internal_error() {
         let (mut client, _, context) = TestClient::start_with_context(basic_capabilities(), json!({})).await;
-        let error = context.blocking("lint", || -> usize { panic!("rule exploded") }).await.unwrap_err();
+        let error = context.blocking("hover", || -> usize { panic!("rule exploded") }).await.unwrap_err();
+        assert_eq!(error.code, ErrorCode::InternalError);
+        assert!(error.message.contains("hover failed: rule exploded"), "{}", error.message);
+        let error = context.computing("lint", || -> usize { panic!("rule exploded") }).await.unwrap_err();
         assert_eq!(error.code, ErrorCode::InternalError);
         assert!(error.message.contains("lint failed: rule exploded"), "{}", error.message);
         let guarded = context.guarded("didChange", || -> Result<()> { panic!("edit exploded") }).await;
         assert_eq!(guarded.unwrap_err().code, ErrorCode::InternalError);
-        for text in ["culint: lint failed: rule exploded", "culint: didChange failed: edit exploded"] {
+        for text in [
+            "culint: hover failed: rule exploded",
+            "culint: lint failed: rule exploded",
+            "culint: didChange failed: edit exploded",
+        ] {
             let logged =
                 client.wait_for(|m| m["method"] == "window/logMessage" && m["params"]["message"] == text).await;
             assert_eq!(logged["params"]["type"], 1);
