@@ -149,18 +149,18 @@ impl ServerContext {
         let encoding = self.session.lock().features.encoding;
         let mapper = snapshot.positions(encoding);
         let items = diagnostics.iter().map(|d| LspDiagnostic::of(d, &mapper, uri, snapshot.version)).collect();
-        self.send_diagnostics(Publish { uri, diagnostics: items, version: Some(snapshot.version) });
+        self.send_diagnostics(Publish { uri, diagnostics: items, version: Some(snapshot.version) }).await;
     }
 
     /// Withdraw pushed diagnostics (the document was closed), in order with pending publishes.
     pub async fn clear_diagnostics(&self, uri: Uri) {
         let _order = self.publish_lock.lock().await;
-        self.send_diagnostics(Publish { uri: &uri, diagnostics: Vec::new(), version: None });
+        self.send_diagnostics(Publish { uri: &uri, diagnostics: Vec::new(), version: None }).await;
     }
 
-    fn send_diagnostics(&self, publish: Publish<'_>) {
+    async fn send_diagnostics(&self, publish: Publish<'_>) {
         let size_hint = 256 + PUBLISHED_BYTES_PER_DIAGNOSTIC * publish.diagnostics.len();
-        self.outbox.notify(<PublishDiagnostics as Notification>::METHOD, &publish, size_hint);
+        self.outbox.notify(<PublishDiagnostics as Notification>::METHOD, &publish, size_hint).await;
     }
 
     /// After settings, configuration files or hardware facts changed: reload the configuration,

@@ -9,25 +9,30 @@
 //! Frames never interleave. The transport encodes a whole message into its buffer before writing
 //! any of it, and [`TransportOutput`] always takes the whole buffer, so each write it receives
 //! is a run of whole frames; [`Outbox::notify`] queues whole frames too. One task writes the
-//! queue out in order.
+//! queue out in order. The queue is bounded: a client that reads slowly holds the server back,
+//! as stdout did when the transport wrote to it itself, rather than letting frames pile up.
 
 use std::io;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
 
 use serde::Serialize;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
-use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+use tokio::sync::mpsc::{Receiver, Sender, channel};
+use tokio_util::sync::PollSender;
+
+/// How many frames may wait to be written before a sender waits.
+const QUEUED_FRAMES: usize = 64;
 
 /// Queues frames for the client.
 #[derive(Clone)]
 pub struct Outbox {
-    queue: UnboundedSender<Vec<u8>>,
+    queue: Sender<Vec<u8>>,
 }
 
-/// What tower-lsp-server writes to: it queues each write whole.
+/// What tower-lsp-server writes to: it queues each write whole, once the queue has room.
 pub struct TransportOutput {
-    queue: UnboundedSender<Vec<u8>>,
+    queue: PollSender<Vec<u8>>,
 }
 
 impl Outbox {
@@ -37,17 +42,17 @@ impl Outbox {
     where
         O: AsyncWrite + Unpin + Send + 'static,
     {
-        let (queue, queued) = unbounded_channel();
+        let (queue, queued) = channel(QUEUED_FRAMES);
         tokio::spawn(write_out(output, queued));
-        (Outbox { queue: queue.clone() }, TransportOutput { queue })
+        (Outbox { queue: queue.clone() }, TransportOutput { queue: PollSender::new(queue) })
     }
 
-    /// Send a notification, whose JSON takes about `size_hint` bytes. Nothing is sent once the
-    /// client has stopped reading.
-    pub fn notify<P: Serialize>(&self, method: &str, params: &P, size_hint: usize) {
+    /// Send a notification, whose JSON takes about `size_hint` bytes, once the queue has room.
+    /// Nothing is sent once the client has stopped reading.
+    pub async fn notify<P: Serialize>(&self, method: &str, params: &P, size_hint: usize) {
         match notification_frame(method, params, size_hint) {
             // A closed queue means the session is over: there is no one left to tell.
-            Ok(frame) => drop(self.queue.send(frame)),
+            Ok(frame) => drop(self.queue.send(frame).await),
             Err(error) => super::log::write(&format!("culint: cannot encode a {method} notification: {error}")),
         }
     }
@@ -72,11 +77,12 @@ pub fn notification_frame<P: Serialize>(method: &str, params: &P, size_hint: usi
 }
 
 impl AsyncWrite for TransportOutput {
-    fn poll_write(self: Pin<&mut Self>, _: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        Poll::Ready(match self.queue.send(buf.to_vec()) {
-            Ok(()) => Ok(buf.len()),
-            Err(_) => Err(io::ErrorKind::BrokenPipe.into()),
-        })
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        let sent = match ready!(self.queue.poll_reserve(cx)) {
+            Ok(()) => self.queue.send_item(buf.to_vec()).map(|()| buf.len()),
+            Err(closed) => Err(closed),
+        };
+        Poll::Ready(sent.map_err(|_| io::ErrorKind::BrokenPipe.into()))
     }
 
     fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -90,7 +96,7 @@ impl AsyncWrite for TransportOutput {
 
 /// Write queued frames in order, flushing whenever the queue runs dry, until every sender is
 /// gone or the client stops reading.
-async fn write_out<O: AsyncWrite + Unpin>(mut output: O, mut queued: UnboundedReceiver<Vec<u8>>) {
+async fn write_out<O: AsyncWrite + Unpin>(mut output: O, mut queued: Receiver<Vec<u8>>) {
     while let Some(frame) = queued.recv().await {
         let mut written = output.write_all(&frame).await;
         while written.is_ok()
@@ -116,7 +122,7 @@ mod tests {
         let (server_side, mut client_side) = tokio::io::duplex(16);
         let (outbox, mut transport) = Outbox::start(server_side);
         transport.write_all(b"Content-Length: 2\r\n\r\n{}").await.unwrap();
-        outbox.notify("a/b", &[1, 2], 0);
+        outbox.notify("a/b", &[1, 2], 0).await;
         transport.write_all(b"Content-Length: 4\r\n\r\nnull").await.unwrap();
         drop((outbox, transport));
         let mut received = String::new();
@@ -134,7 +140,7 @@ mod tests {
         let (server_side, client_side) = tokio::io::duplex(16);
         drop(client_side);
         let (outbox, mut transport) = Outbox::start(server_side);
-        outbox.notify("a/b", &(), 0);
+        outbox.notify("a/b", &(), 0).await;
         // The writer task sees the closed pipe and stops; the transport's next write fails.
         let mut failed = false;
         for _ in 0..100 {
@@ -145,5 +151,27 @@ mod tests {
             tokio::task::yield_now().await;
         }
         assert!(failed, "writes kept succeeding after the client went away");
+    }
+
+    #[tokio::test]
+    async fn a_client_that_reads_slowly_holds_the_sender_back() {
+        let (server_side, mut client_side) = tokio::io::duplex(64);
+        let (outbox, transport) = Outbox::start(server_side);
+        drop(transport);
+        let frames = QUEUED_FRAMES * 4;
+        let sending = tokio::spawn(async move {
+            for i in 0..frames {
+                outbox.notify("a/b", &i, 0).await;
+            }
+        });
+        // Nothing reads: the queue fills and the sender waits.
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        assert!(!sending.is_finished(), "the sender queued every frame while the client read nothing");
+        // Reading lets it finish, and every frame arrives.
+        let mut received = String::new();
+        client_side.read_to_string(&mut received).await.unwrap();
+        sending.await.unwrap();
+        assert_eq!(received.matches("Content-Length").count(), frames);
+        assert!(received.ends_with(&format!("\"params\":{}}}", frames - 1)));
     }
 }
