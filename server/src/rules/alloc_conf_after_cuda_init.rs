@@ -78,7 +78,9 @@ The fix moves the statement to the top of the module, right after `import os` an
 unconditionally. It is unsafe under an `if`, a loop or a `try`, because the setting then applies
 on every run, and when the file names the variable more than once, because moving one setting
 can change which one wins. A value computed at run time (`args.alloc_conf`) cannot move, so there
-is no fix.
+is no fix. Several late settings move together, in their order, so the last of them still
+wins among them. No fix is offered when the top of the module still runs after CUDA is
+initialised (a CUDA call above every import).
 
 ## References
 - Knowledge entry: `cuda/oom-fragmentation` (`culint explain`)
@@ -96,26 +98,40 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
     let model = checker.model;
     let settings = model.env_settings(candidate.node);
     let Some(setting) = settings.iter().find(|s| ALLOC_CONF_VARIABLES.contains(&s.name)) else { return };
+    let Some(late) = lateness(model, setting) else { return };
+    let statement = setting.statement().start_byte();
+    let fix = checker
+        .memo(0, || moves_to_top(model))
+        .into_iter()
+        .find(|group| group.statements.contains(&statement))
+        .map(|group| group.fix);
+    let diagnostic = checker.report_node(setting.node, late.message);
+    diagnostic.with_related(TextRange::of(late.runs_first), late.note);
+    if let Some(fix) = fix {
+        diagnostic.with_fix(fix);
+    }
+}
+
+/// Why a setting comes too late for the allocator.
+struct Lateness<'a> {
+    message: String,
+    /// What runs before it and reads the configuration: a torch import or a CUDA initialisation.
+    runs_first: Node<'a>,
+    note: &'static str,
+}
+
+fn lateness<'a>(model: &Model<'a>, setting: &EnvSetting<'a>) -> Option<Lateness<'a>> {
     let sets_backend = setting.literal_value(model).is_some_and(|v| switches_backend(&v));
-    let torch_import = if sets_backend { torch_imported_before(model, setting.node) } else { None };
-    let (message, related) = if let Some(import) = torch_import {
+    if let Some(import) = sets_backend.then(|| torch_imported_before(model, setting.node)).flatten() {
         let message = format!(
             "`backend` in `{}` is read when torch is imported: set after the import, it makes CUDA initialisation fail",
             setting.name
         );
-        (message, (import, "torch is imported here"))
-    } else if let Some(init) = model.cuda_initialised_before(setting.node) {
-        let message = format!("`{}` is set after CUDA is initialised, so the allocator never reads it", setting.name);
-        (message, (init, "CUDA is initialised here"))
-    } else {
-        return;
-    };
-    let fix = move_to_top(model, setting, &settings);
-    let diagnostic = checker.report_node(setting.node, message);
-    diagnostic.with_related(TextRange::of(related.0), related.1);
-    if let Some(fix) = fix {
-        diagnostic.with_fix(fix);
+        return Some(Lateness { message, runs_first: import, note: "torch is imported here" });
     }
+    let init = model.cuda_initialised_before(setting.node)?;
+    let message = format!("`{}` is set after CUDA is initialised, so the allocator never reads it", setting.name);
+    Some(Lateness { message, runs_first: init, note: "CUDA is initialised here" })
 }
 
 /// Whether an allocator config string switches the backend to `cudaMallocAsync`. torch picks the
@@ -152,27 +168,132 @@ fn statement_is_unconditional(statement: Node<'_>) -> bool {
     statement.parent().is_some_and(|p| p.kind() == "module")
 }
 
-/// Move the statement right after `import os` and before the first import of torch.
-fn move_to_top<'a>(model: &Model<'a>, setting: &EnvSetting<'a>, all: &[EnvSetting<'a>]) -> Option<Fix> {
-    let text = model.text;
-    let statement = setting.statement();
-    let whole_statement = statement.kind() == "expression_statement"
-        && statement.named_child_count() == 1
-        && statement.named_child(0).is_some_and(|c| c.id() == setting.node.id());
-    if !whole_statement || !sets_only_literals(model, setting.node, all) {
-        return None;
+/// Settings that go to the same place at the top, moved there together by one fix.
+#[derive(Clone)]
+struct MoveToTop {
+    /// Where each moved statement starts.
+    statements: Vec<usize>,
+    fix: Fix,
+}
+
+/// The fixes that move every late, movable setting of the allocator to the top of the module.
+/// Settings bound for the same place move together, in their order: moved one at a time, each
+/// would land before the one moved before it, reversing which of them wins, and a script with
+/// many of them would need a fix pass for each.
+fn moves_to_top(model: &Model<'_>) -> Vec<MoveToTop> {
+    let mut bound: Vec<(Placement, Vec<(Node<'_>, bool)>)> = Vec::new();
+    for node in allocator_settings(model) {
+        let settings = model.env_settings(node);
+        let Some(setting) = settings.iter().find(|s| ALLOC_CONF_VARIABLES.contains(&s.name)) else { continue };
+        let statement = setting.statement();
+        let whole_statement = statement.kind() == "expression_statement"
+            && statement.named_child_count() == 1
+            && statement.named_child(0).is_some_and(|c| c.id() == node.id());
+        if !whole_statement || !sets_only_literals(model, node, &settings) || lateness(model, setting).is_none() {
+            continue;
+        }
+        let Some(placement) = placement_at_top(model, setting) else { continue };
+        if TextRange::of(statement).start <= placement.at || !placement_comes_first(model, &placement, setting) {
+            continue;
+        }
+        let unconditional = runs_unconditionally(statement);
+        match bound.iter_mut().find(|(p, _)| *p == placement) {
+            Some((_, statements)) => statements.push((statement, unconditional)),
+            None => bound.push((placement, vec![(statement, unconditional)])),
+        }
     }
-    let (removal, moved) = edits::take_statement(model, statement)?;
-    let insertion = insertion_at_top(model, setting, &moved)?;
-    if removal.range.intersects(insertion.range) || removal.range.start == insertion.range.start {
-        return None;
+    // With several settings of the variables, moving them can change which of them wins.
+    let set_once = ALLOC_CONF_VARIABLES.iter().map(|v| model.text.matches(v).count()).sum::<usize>() == 1;
+    bound
+        .into_iter()
+        .filter_map(|(placement, statements)| {
+            let nodes: Vec<Node<'_>> = statements.iter().map(|(node, _)| *node).collect();
+            let taken = edits::take_statements(model, &nodes)?;
+            let safe = set_once && statements.iter().all(|(_, unconditional)| *unconditional);
+            let applicability = if safe { Applicability::Safe } else { Applicability::Unsafe };
+            let title = match nodes.len() {
+                1 => format!("Set `{}` at the top of the module, before `import torch`", setting_name(model, nodes[0])),
+                n => format!(
+                    "Set the {n} allocator settings at the top of the module, in their order, before `import torch`"
+                ),
+            };
+            let moved: Vec<&str> = taken.iter().map(|(_, moved)| moved.as_str()).collect();
+            let mut fix_edits: Vec<Edit> = taken.iter().map(|(removal, _)| removal.clone()).collect();
+            fix_edits.push(placement.insertion(model.text, &moved));
+            Some(MoveToTop {
+                statements: nodes.iter().map(|n| n.start_byte()).collect(),
+                fix: Fix::new(title, applicability, fix_edits),
+            })
+        })
+        .collect()
+}
+
+/// The name of the allocator variable a statement sets.
+fn setting_name<'a>(model: &Model<'a>, statement: Node<'a>) -> &'a str {
+    statement
+        .named_child(0)
+        .and_then(|node| model.env_settings(node).into_iter().find(|s| ALLOC_CONF_VARIABLES.contains(&s.name)))
+        .map_or(ALLOC_CONF_VARIABLES[0], |s| s.name)
+}
+
+/// Every assignment or call that sets an allocator variable, in source order: found from the
+/// variables' names in the text rather than by walking the tree.
+fn allocator_settings<'a>(model: &Model<'a>) -> Vec<Node<'a>> {
+    let mut found: Vec<Node<'a>> = Vec::new();
+    for variable in ALLOC_CONF_VARIABLES {
+        for (at, _) in model.text.match_indices(variable) {
+            let Some(name) = model.descendant_for_byte_range(at, at + variable.len()) else { continue };
+            // The name sits in a string or keyword a few levels below the assignment or call.
+            let setter = std::iter::successors(Some(name), |n| n.parent()).take(6).find(|n| {
+                model
+                    .env_settings(*n)
+                    .iter()
+                    .any(|s| s.name == *variable && s.name_node.start_byte() <= at && at < s.name_node.end_byte())
+            });
+            if let Some(setter) = setter
+                && !found.iter().any(|n| n.id() == setter.id())
+            {
+                found.push(setter);
+            }
+        }
     }
-    // With several settings of the variable, moving one can change which of them wins.
-    let set_once = ALLOC_CONF_VARIABLES.iter().map(|v| text.matches(v).count()).sum::<usize>() == 1;
-    let applicability =
-        if runs_unconditionally(statement) && set_once { Applicability::Safe } else { Applicability::Unsafe };
-    let title = format!("Set `{}` at the top of the module, before `import torch`", setting.name);
-    Some(Fix::new(title, applicability, vec![removal, insertion]))
+    found.sort_by_key(|n| n.start_byte());
+    found
+}
+
+/// Where moved settings go, and what goes with them: `at` is the end of a line when the lines
+/// follow a line break, else the start of a line.
+#[derive(PartialEq)]
+struct Placement {
+    at: usize,
+    /// The import the moved lines need before them, when it is not already there.
+    import_line: Option<String>,
+    lines_follow_break: bool,
+}
+
+impl Placement {
+    fn insertion(&self, text: &str, moved: &[&str]) -> Edit {
+        let eol = line_ending(text);
+        let lines = self.import_line.as_deref().into_iter().chain(moved.iter().copied());
+        let content: String = if self.lines_follow_break {
+            lines.map(|line| format!("{eol}{line}")).collect()
+        } else {
+            lines.map(|line| format!("{line}{eol}")).collect()
+        };
+        Edit::insertion(self.at, content)
+    }
+}
+
+/// Whether the moved setting would run before what makes it late: no CUDA initialisation (and,
+/// for a backend switch, no torch import) before the statement that follows the placement.
+fn placement_comes_first<'a>(model: &Model<'a>, placement: &Placement, setting: &EnvSetting<'a>) -> bool {
+    let root = model.tree.root_node();
+    let mut cursor = root.walk();
+    let Some(next) = root.named_children(&mut cursor).find(|child| child.start_byte() >= placement.at) else {
+        return false;
+    };
+    let sets_backend = setting.literal_value(model).is_some_and(|v| switches_backend(&v));
+    model.cuda_initialised_before(next).is_none() && !(sets_backend && torch_imported_before(model, next).is_some())
 }
 
 /// Every value the call or assignment sets is a literal, so it can run before anything else.
@@ -232,12 +353,11 @@ fn runs_unconditionally(statement: Node<'_>) -> bool {
         || (parent.kind() == "block" && parent.parent().is_some_and(|p| p.kind() == "function_definition"))
 }
 
-/// The insertion of the moved statement: right after the top-level import that binds the name it
+/// Where the moved statement goes: right after the top-level import that binds the name it
 /// uses (`os`, `environ`), when that comes before torch is imported; otherwise right before the
 /// first torch import, together with the import it needs.
-fn insertion_at_top(model: &Model<'_>, setting: &EnvSetting<'_>, moved: &str) -> Option<Edit> {
+fn placement_at_top(model: &Model<'_>, setting: &EnvSetting<'_>) -> Option<Placement> {
     let text = model.text;
-    let eol = line_ending(text);
     let environ_name = environ_root(setting.node)?;
     let binding = model.imports.binding(model.node_text(environ_name))?;
     let root = model.tree.root_node();
@@ -250,23 +370,24 @@ fn insertion_at_top(model: &Model<'_>, setting: &EnvSetting<'_>, moved: &str) ->
         root.named_children(&mut cursor).find(|child| imports_torch(model, *child))
     };
     match (binding_import, first_torch_import) {
-        (Some(import), torch) if torch.is_none_or(|t| ast::precedes(import, t)) => {
-            Some(edits::insert_line_after(text, import, "", moved))
-        }
+        (Some(import), torch) if torch.is_none_or(|t| ast::precedes(import, t)) => Some(Placement {
+            at: edits::end_of_line(text, import.end_byte()),
+            import_line: None,
+            lines_follow_break: true,
+        }),
         (_, Some(torch)) => {
+            let line_start = text[..torch.start_byte()].rfind('\n').map_or(0, |i| i + 1);
+            if line_start != torch.start_byte() {
+                return None;
+            }
             let import_line = import_line_for(model.node_text(environ_name), &binding.qualified)?;
-            edits::insert_line_before(text, torch, &format!("{import_line}{eol}{moved}"))
+            Some(Placement { at: line_start, import_line: Some(import_line), lines_follow_break: false })
         }
         (None, None) => {
             let import_line = import_line_for(model.node_text(environ_name), &binding.qualified)?;
-            let mut insertion = edits::add_import(model, &import_line);
-            let at_line_start = insertion.content.ends_with('\n');
-            insertion.content = if at_line_start {
-                format!("{import_line}{eol}{moved}{eol}")
-            } else {
-                format!("{eol}{import_line}{eol}{moved}")
-            };
-            Some(insertion)
+            let insertion = edits::add_import(model, &import_line);
+            let lines_follow_break = !insertion.content.ends_with('\n');
+            Some(Placement { at: insertion.range.start, import_line: Some(import_line), lines_follow_break })
         }
         _ => None,
     }
@@ -351,6 +472,47 @@ mod tests {
             "{PREAMBLE}os.environ.update({{\"PYTORCH_CUDA_ALLOC_CONF\": \"expandable_segments:True\", **extra}})\n"
         );
         assert_eq!(applicability(&update), None);
+    }
+
+    /// Fixes every finding the way `culint check --fix --unsafe-fixes` does, in one pass.
+    fn fixed_once(source: &str) -> String {
+        let found = findings(source);
+        apply_fixes(source, found.iter().filter_map(|d| d.fix.as_ref()), Applicability::Unsafe).text
+    }
+
+    #[test]
+    fn late_settings_move_together_in_their_order() {
+        let settings: String = (1..=12)
+            .map(|n| format!("os.environ[\"PYTORCH_CUDA_ALLOC_CONF\"] = \"max_split_size_mb:{n}\"\n"))
+            .collect();
+        let source = format!("{PREAMBLE}{settings}");
+        let found = findings(&source);
+        assert_eq!(found.len(), 12);
+        let fix = found[0].fix.clone().expect("a fix");
+        assert!(found.iter().all(|d| d.fix.as_ref() == Some(&fix)), "every finding offers the one move");
+        assert_eq!(fix.applicability, Applicability::Unsafe, "several settings: which wins may change");
+        let fixed = fixed_once(&source);
+        assert_eq!(fixed, format!("import os\n{settings}import torch\n\nx = torch.ones(1).cuda()\n"));
+        assert!(findings(&fixed).is_empty(), "one pass settles them all");
+    }
+
+    #[test]
+    fn a_block_emptied_by_the_move_keeps_pass() {
+        let source = format!(
+            "{PREAMBLE}if x.numel():\n    os.environ[\"PYTORCH_CUDA_ALLOC_CONF\"] = \"max_split_size_mb:1\"\n    os.environ[\"PYTORCH_ALLOC_CONF\"] = \"max_split_size_mb:2\"\n"
+        );
+        assert_eq!(
+            fixed_once(&source),
+            "import os\nos.environ[\"PYTORCH_CUDA_ALLOC_CONF\"] = \"max_split_size_mb:1\"\nos.environ[\"PYTORCH_ALLOC_CONF\"] = \"max_split_size_mb:2\"\nimport torch\n\nx = torch.ones(1).cuda()\nif x.numel():\n    pass\n"
+        );
+    }
+
+    #[test]
+    fn no_fix_when_the_top_still_follows_cuda_initialisation() {
+        // No torch import to go before, and `import os` comes after the initialisation.
+        let source =
+            "x = make().cuda()\nimport os\n\nos.environ[\"PYTORCH_CUDA_ALLOC_CONF\"] = \"expandable_segments:True\"\n";
+        assert_eq!(applicability(source), None);
     }
 
     #[test]

@@ -30,13 +30,16 @@ pub fn statement_line_text<'a>(text: &'a str, statement: Node<'_>) -> Option<&'a
     Some(text[statement.start_byte()..lines.end].trim_end_matches(['\n', '\r']))
 }
 
-/// Whether removing `statement` would leave its block empty.
-fn is_only_statement<'a>(model: &Model<'a>, statement: Node<'a>) -> bool {
+/// Whether removing the `taken` statements would leave `statement`'s block empty, with
+/// `statement` the first of them there: it is the one that leaves `pass` behind.
+fn leaves_block_empty<'a>(model: &Model<'a>, statement: Node<'a>, taken: &[Node<'a>]) -> bool {
     model.parent(statement).is_some_and(|block| {
         let mut cursor = block.walk();
-        // Counting stops at a second statement: a long body need not be read to its end.
+        // Reading stops at the first statement that stays: a long body need not be read to its end.
+        let mut staying = block.named_children(&mut cursor).filter(|c| c.kind() != "comment");
         block.kind() == "block"
-            && block.named_children(&mut cursor).filter(|c| c.kind() != "comment").take(2).count() == 1
+            && staying.next().is_some_and(|first| first.id() == statement.id())
+            && staying.all(|c| taken.iter().any(|t| t.id() == c.id()))
     })
 }
 
@@ -44,8 +47,17 @@ fn is_only_statement<'a>(model: &Model<'a>, statement: Node<'a>) -> bool {
 /// A trailing comment moves with the statement, unless the statement must leave `pass` behind,
 /// in which case the comment stays there.
 pub fn take_statement<'a>(model: &Model<'a>, statement: Node<'a>) -> Option<(Edit, String)> {
+    take(model, statement, leaves_block_empty(model, statement, &[statement]))
+}
+
+/// [`take_statement`] for several statements moved together, in the order given: where they
+/// would leave a block empty, the first of them there leaves `pass` behind.
+pub fn take_statements<'a>(model: &Model<'a>, statements: &[Node<'a>]) -> Option<Vec<(Edit, String)>> {
+    statements.iter().map(|s| take(model, *s, leaves_block_empty(model, *s, statements))).collect()
+}
+
+fn take<'a>(model: &Model<'a>, statement: Node<'a>, only: bool) -> Option<(Edit, String)> {
     let text = model.text;
-    let only = is_only_statement(model, statement);
     let removal = deletion(text, statement, only)?;
     let moved =
         if only { text[statement.byte_range()].to_owned() } else { statement_line_text(text, statement)?.to_owned() };
@@ -54,7 +66,7 @@ pub fn take_statement<'a>(model: &Model<'a>, statement: Node<'a>) -> Option<(Edi
 
 /// Delete a statement's lines. A statement alone in its block becomes `pass` so the block stays valid.
 pub fn delete_statement<'a>(model: &Model<'a>, statement: Node<'a>) -> Option<Edit> {
-    deletion(model.text, statement, is_only_statement(model, statement))
+    deletion(model.text, statement, leaves_block_empty(model, statement, &[statement]))
 }
 
 /// [`delete_statement`] once it is known whether the statement is `only` one in its block.
@@ -66,8 +78,8 @@ fn deletion(text: &str, statement: Node<'_>, only: bool) -> Option<Edit> {
     Some(Edit::deletion(lines))
 }
 
-/// The offset just past the end of the line on which `node` ends, before its line break.
-fn end_of_line(text: &str, offset: usize) -> usize {
+/// The offset of the end of the line that holds `offset`, before its line break.
+pub fn end_of_line(text: &str, offset: usize) -> usize {
     let rest = &text[offset..];
     let end = rest.find('\n').map_or(text.len(), |i| offset + i);
     if end > offset && text.as_bytes()[end - 1] == b'\r' { end - 1 } else { end }
