@@ -146,6 +146,7 @@ impl CandidateCache {
 pub fn candidates_by_rule<'a>(
     text: &'a str,
     tree: &'a Tree,
+    statements: &[Node<'a>],
     active: &[&'static Rule],
     cache: Option<&CandidateCache>,
 ) -> Vec<Vec<Candidate<'a>>> {
@@ -168,8 +169,7 @@ pub fn candidates_by_rule<'a>(
     match cache.and_then(|cache| cache.statements.open(tree)) {
         Some(mut memory) => {
             let rules: Vec<usize> = active.iter().map(|rule| index_of(rule)).collect();
-            let mut statements = root.walk();
-            for statement in root.children(&mut statements) {
+            for &statement in statements {
                 let recalled = memory.recall(statement).filter(|(cached, _)| cached.rules == rules);
                 if let Some((cached, placer)) = recalled {
                     for candidate in &cached.candidates {
@@ -260,6 +260,7 @@ mod tests {
     use super::*;
     use crate::lint::{LintContext, LintSettings, RuleSet, lint};
     use crate::parse::parse;
+    use crate::semantic::ast::top_level_statements;
     use crate::text::TextRange;
 
     /// A buffer whose text no rule admits asks for the candidates of no rule, again and again
@@ -271,12 +272,21 @@ mod tests {
         let tree = parse(text, None);
         let cache = CandidateCache::default();
         let every: Vec<&'static Rule> = RULES.to_vec();
-        let before = candidates_by_rule(text, &tree, &every, Some(&cache)).iter().map(Vec::len).sum::<usize>();
+        let before = candidates_by_rule(text, &tree, &top_level_statements(&tree), &every, Some(&cache))
+            .iter()
+            .map(Vec::len)
+            .sum::<usize>();
         for _ in 0..SPECIALISE_AFTER + 2 {
-            assert!(candidates_by_rule(text, &tree, &[], Some(&cache)).is_empty());
+            assert!(candidates_by_rule(text, &tree, &top_level_statements(&tree), &[], Some(&cache)).is_empty());
         }
         assert!(!SPECIALISED.lock().unwrap_or_else(PoisonError::into_inner).contains_key(&Vec::new()));
-        assert_eq!(candidates_by_rule(text, &tree, &every, Some(&cache)).iter().map(Vec::len).sum::<usize>(), before);
+        assert_eq!(
+            candidates_by_rule(text, &tree, &top_level_statements(&tree), &every, Some(&cache))
+                .iter()
+                .map(Vec::len)
+                .sum::<usize>(),
+            before
+        );
     }
 
     /// A set of rules is linted first with the query of every rule, then with its own: the
@@ -381,10 +391,11 @@ mod tests {
         for path in crate::test_support::python_files() {
             let Ok(text) = std::fs::read_to_string(&path) else { continue };
             let tree = parse(&text, None);
-            let whole = plain(&candidates_by_rule(&text, &tree, &every_rule, None));
+            let whole = plain(&candidates_by_rule(&text, &tree, &top_level_statements(&tree), &every_rule, None));
             let cache = CandidateCache::default();
             for pass in ["cold", "warm"] {
-                let apart = plain(&candidates_by_rule(&text, &tree, &every_rule, Some(&cache)));
+                let apart =
+                    plain(&candidates_by_rule(&text, &tree, &top_level_statements(&tree), &every_rule, Some(&cache)));
                 assert_eq!(apart, whole, "{} ({pass} cache)", path.display());
             }
         }
@@ -397,11 +408,11 @@ mod tests {
         let tree = parse(text, None);
         let every_rule: Vec<&'static Rule> = RULES.to_vec();
         let cache = CandidateCache::default();
-        let found = candidates_by_rule(text, &tree, &every_rule, Some(&cache));
+        let found = candidates_by_rule(text, &tree, &top_level_statements(&tree), &every_rule, Some(&cache));
         assert!(found.iter().any(|list| !list.is_empty()));
         let rules: Vec<usize> = every_rule.iter().map(|rule| index_of(rule)).collect();
         cache.statements.replace_all(|_| CachedMatches { rules: rules.clone(), candidates: Vec::new() });
-        let reused = candidates_by_rule(text, &tree, &every_rule, Some(&cache));
+        let reused = candidates_by_rule(text, &tree, &top_level_statements(&tree), &every_rule, Some(&cache));
         assert!(reused.iter().all(Vec::is_empty), "statements were queried again");
     }
 }

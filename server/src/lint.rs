@@ -19,7 +19,7 @@ use crate::prefilter::{self, PresentTokens};
 use crate::project::ProjectIndex;
 use crate::rules::{Candidate, RULES, Rule};
 use crate::semantic::reads::{self, Reads};
-use crate::semantic::{Model, WalkCache};
+use crate::semantic::{Model, WalkCache, ast};
 use crate::suppression::{Suppressions, selector_matches};
 use crate::text::TextRange;
 
@@ -271,8 +271,9 @@ fn lint_rules(
     }
     // The model and the rules' query matches: two independent walks over the whole tree; on a
     // large file each takes milliseconds, and an editor waits for both.
+    let statements = ast::top_level_statements(tree);
     let build_model = || {
-        let model = Model::with_cache(text, tree, context, cache.map(|c| &c.walks));
+        let model = Model::of_statements(text, tree, context, cache.map(|c| &c.walks), &statements);
         if let Some(cache) = cache {
             // The kept checks compare what the whole file decides before any check runs (see
             // [`crate::check_cache`]); decided here, it overlaps with the rules' queries.
@@ -280,7 +281,8 @@ fn lint_rules(
         }
         model
     };
-    let query = |active: &[&'static Rule]| candidates_by_rule(text, tree, active, cache.map(|c| &c.candidates));
+    let query =
+        |active: &[&'static Rule]| candidates_by_rule(text, tree, &statements, active, cache.map(|c| &c.candidates));
     let checked = if cache.is_some_and(|c| c.had_rules.load(Ordering::Relaxed)) {
         // A buffer that had rules to run at its last lint most likely has them now: the rules are
         // chosen beside the model's build rather than before it, which takes the prefilter's scans

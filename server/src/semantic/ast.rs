@@ -1,8 +1,17 @@
 //! Small, pure questions about tree-sitter-python nodes that every rule asks.
 
-use tree_sitter::Node;
+use tree_sitter::{Node, Tree};
 
 use crate::grammar_ids::{self, FieldChild};
+
+/// The module's statements, in order. Reaching each through a cursor costs hundreds of
+/// instructions in a large module (the cursor climbs through the grammar's hidden repetition
+/// nodes), so a lint lists them once and shares the list.
+pub fn top_level_statements(tree: &Tree) -> Vec<Node<'_>> {
+    let root = tree.root_node();
+    let mut cursor = root.walk();
+    root.children(&mut cursor).collect()
+}
 
 pub fn text<'a>(node: Node<'_>, source: &'a str) -> &'a str {
     &source[node.byte_range()]

@@ -121,6 +121,18 @@ impl<'a> Model<'a> {
     /// [`Model::new`] for a buffer that is linted again after each edit: the walks of top-level
     /// statements that `cache` has seen are replayed, not repeated.
     pub fn with_cache(text: &'a str, tree: &'a Tree, context: LintContext<'a>, cache: Option<&WalkCache>) -> Self {
+        Self::of_statements(text, tree, context, cache, &ast::top_level_statements(tree))
+    }
+
+    /// [`Model::with_cache`] given the module's `statements` ([`ast::top_level_statements`]),
+    /// which the lint lists once for the model and the rules' queries.
+    pub fn of_statements(
+        text: &'a str,
+        tree: &'a Tree,
+        context: LintContext<'a>,
+        cache: Option<&WalkCache>,
+        statements: &[Node<'a>],
+    ) -> Self {
         let mut model = Self {
             text,
             tree,
@@ -152,7 +164,7 @@ impl<'a> Model<'a> {
             file_facts: Default::default(),
             callee_qualified_names: Default::default(),
         };
-        model.walk(cache);
+        model.walk(cache, statements);
         model
     }
 

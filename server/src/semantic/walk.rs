@@ -84,10 +84,9 @@ enum Noted<'a> {
 
 impl<'a> Model<'a> {
     /// Walk the whole tree; with a cache, statement by statement, replaying those seen before.
-    pub(super) fn walk(&mut self, cache: Option<&WalkCache>) {
+    pub(super) fn walk(&mut self, cache: Option<&WalkCache>, statements: &[Node<'a>]) {
         let root = self.tree.root_node();
-        let mut statements = root.walk();
-        self.top_level = root.children(&mut statements).collect();
+        self.top_level = statements.iter().copied().collect();
         // A cache in use by another lint of the same buffer (an older version's) is not waited for.
         let Some(mut memory) = cache.and_then(|cache| cache.statements.open(self.tree)) else {
             self.mentions_cuda = self.walk_subtree(root, None);
@@ -95,8 +94,7 @@ impl<'a> Model<'a> {
         };
         let sizes = cache.map_or_else(Sizes::default, |c| *c.sizes.lock().unwrap_or_else(PoisonError::into_inner));
         self.reserve(sizes);
-        let mut statements = root.walk();
-        for statement in root.children(&mut statements) {
+        for &statement in statements {
             let mentions_cuda = if let Some((walked, placer)) = memory.recall(statement) {
                 self.replay(&walked, &placer);
                 walked.mentions_cuda
