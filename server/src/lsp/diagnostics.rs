@@ -5,7 +5,7 @@
 
 use std::sync::LazyLock;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tower_lsp_server::ls_types::{
     self as lsp, CodeDescription, DiagnosticRelatedInformation, DiagnosticTag, Location, NumberOrString, Range, Uri,
 };
@@ -25,15 +25,16 @@ pub const RULE_DOCS_BASE_URL: &str = "https://github.com/culint/culint/blob/main
 /// What a diagnostic carries in its `data`, so code actions need no server-side cache: the fix,
 /// and the document version its byte offsets refer to.
 ///
-/// It travels as one JSON string, not as an object. Pulled diagnostics go out through
-/// tower-lsp-server, which turns a response into a `serde_json::Value` tree before writing it,
-/// and each fix as an object would be a tree of its own, copied node by node; as a string it is
-/// copied in one piece (pushed diagnostics are written straight out, see `outbox`, where the
-/// string is one more pass of escaping). Clients pass `data` back untouched.
-///
-/// The string holds an array, `[version, fix]`, with the fix `null` or
+/// It is an array, `[version, fix]`, with the fix `null` or
 /// `[title, applicability, [[start, end, content], ...]]`: field names would be repeated in every
-/// diagnostic of every publish, and escaped once more inside the string.
+/// diagnostic of every publish.
+///
+/// Pushed diagnostics carry the array itself: they are written straight out (see `outbox`), and
+/// the array as a string would be built and then escaped once more for every diagnostic of every
+/// publish. Pulled diagnostics and code-action responses carry it as one JSON string: they go out
+/// through tower-lsp-server, which turns a response into a `serde_json::Value` tree before
+/// writing it, and each fix as an array would be a tree of its own, copied node by node, where a
+/// string is copied in one piece. Clients pass `data` back untouched, and either form is read.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DiagnosticData {
     pub version: i32,
@@ -43,22 +44,34 @@ pub struct DiagnosticData {
 /// A fix as `data` writes it.
 type WireFix = (String, Applicability, Vec<(usize, usize, String)>);
 
-impl DiagnosticData {
-    /// The `data` string of a diagnostic with `fix` in document `version`.
-    fn write(version: i32, fix: Option<&Fix>) -> Option<String> {
+/// [`DiagnosticData`] as it is written, borrowed from the engine's diagnostic.
+#[derive(Clone, Copy)]
+struct WrittenData<'a> {
+    version: i32,
+    fix: Option<&'a Fix>,
+}
+
+impl Serialize for WrittenData<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         struct Edits<'a>(&'a [Edit]);
         impl Serialize for Edits<'_> {
             fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
                 serializer.collect_seq(self.0.iter().map(|e| (e.range.start, e.range.end, e.content.as_str())))
             }
         }
-        let fix = fix.map(|fix| (fix.title.as_str(), fix.applicability, Edits(&fix.edits)));
-        serde_json::to_string(&(version, fix)).ok()
+        let fix = self.fix.map(|fix| (fix.title.as_str(), fix.applicability, Edits(&fix.edits)));
+        (self.version, fix).serialize(serializer)
     }
+}
 
-    /// What [`DiagnosticData::write`] wrote, or `None` for anything else.
-    fn read(data: &str) -> Option<Self> {
-        let (version, fix): (i32, Option<WireFix>) = serde_json::from_str(data).ok()?;
+impl DiagnosticData {
+    /// What [`WrittenData`] wrote, as the array or as a string that holds it; `None` for
+    /// anything else.
+    fn read(data: &serde_json::Value) -> Option<Self> {
+        let (version, fix): (i32, Option<WireFix>) = match data {
+            serde_json::Value::String(text) => serde_json::from_str(text).ok()?,
+            array => Deserialize::deserialize(array).ok()?,
+        };
         let fix = match fix {
             None => None,
             Some((title, applicability, edits)) => {
@@ -104,8 +117,7 @@ pub struct LspDiagnostic<'a> {
     related_information: Vec<RelatedAt<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tags: Option<[DiagnosticTag; 1]>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    data: Option<String>,
+    data: WrittenData<'a>,
 }
 
 #[derive(Serialize)]
@@ -145,7 +157,7 @@ impl<'a> LspDiagnostic<'a> {
                 })
                 .collect(),
             tags: diagnostic.deprecated.then_some([DiagnosticTag::DEPRECATED]),
-            data: DiagnosticData::write(version, diagnostic.fix.as_ref()),
+            data: WrittenData { version, fix: diagnostic.fix.as_ref() },
         }
     }
 }
@@ -179,7 +191,7 @@ pub fn to_lsp(diagnostic: &Diagnostic, mapper: &PositionMapper<'_>, uri: &Uri, v
         message: wire.message.to_owned(),
         related_information: (!related.is_empty()).then_some(related),
         tags: wire.tags.map(Vec::from),
-        data: wire.data.map(serde_json::Value::String),
+        data: serde_json::to_string(&wire.data).ok().map(serde_json::Value::String),
     }
 }
 
@@ -197,10 +209,7 @@ pub fn data_of(diagnostic: &lsp::Diagnostic) -> Option<DiagnosticData> {
     if diagnostic.source.as_deref() != Some(SOURCE) {
         return None;
     }
-    match diagnostic.data.as_ref()? {
-        serde_json::Value::String(data) => DiagnosticData::read(data),
-        _ => None,
-    }
+    DiagnosticData::read(diagnostic.data.as_ref()?)
 }
 
 #[cfg(test)]
@@ -246,7 +255,10 @@ mod tests {
                 let settings = crate::lint::LintSettings::default();
                 for diagnostic in crate::lint::lint(&text, &tree, crate::lint::LintContext::default(), &settings) {
                     let mapper = PositionMapper::new(&text, PositionEncoding::Utf16);
-                    let published = serde_json::to_value(LspDiagnostic::of(&diagnostic, &mapper, &uri, 7)).unwrap();
+                    let mut published = serde_json::to_value(LspDiagnostic::of(&diagnostic, &mapper, &uri, 7)).unwrap();
+                    // The one difference: a push carries `data` as the array, a response as its text.
+                    let data = serde_json::to_string(&published["data"]).unwrap();
+                    published["data"] = serde_json::Value::String(data);
                     let owned = serde_json::to_value(to_lsp(&diagnostic, &mapper, &uri, 7)).unwrap();
                     assert_eq!(published, owned, "{}", path.display());
                     compared += 1;
@@ -289,8 +301,15 @@ mod tests {
             vec![Edit::deletion(TextRange::new(3, 9)), Edit::insertion(20, "\n    torch.cuda.empty_cache()")],
         );
         for fix in [None, sample(text).fix, Some(moved)] {
-            let written = DiagnosticData::write(3, fix.as_ref()).unwrap();
-            assert_eq!(DiagnosticData::read(&written), Some(DiagnosticData { version: 3, fix }), "{written}");
+            let pushed = serde_json::to_value(WrittenData { version: 3, fix: fix.as_ref() }).unwrap();
+            let answered = serde_json::Value::String(pushed.to_string());
+            for written in [pushed, answered] {
+                assert_eq!(
+                    DiagnosticData::read(&written),
+                    Some(DiagnosticData { version: 3, fix: fix.clone() }),
+                    "{written}"
+                );
+            }
         }
         for malformed in [
             "",
@@ -301,7 +320,10 @@ mod tests {
             r#"[1,["t","safe",[[9,3,""]]]]"#,
             r#"[1,["t","safe",[[-1,3,""]]]]"#,
         ] {
-            assert_eq!(DiagnosticData::read(malformed), None, "{malformed}");
+            assert_eq!(DiagnosticData::read(&serde_json::Value::String(malformed.to_owned())), None, "{malformed}");
+            if let Ok(value) = serde_json::from_str::<serde_json::Value>(malformed) {
+                assert_eq!(DiagnosticData::read(&value), None, "{malformed}");
+            }
         }
     }
 
