@@ -126,7 +126,9 @@ def main():
                     failures.append(f"{name}/{rel}: permissions changed")
                 outside = changed_rows(before[path].decode("utf-8", "replace"), data.decode("utf-8", "replace"))
                 outside -= allowed.get(str(path), set())
-                if outside:
+                # In broken text a fix can change how the parser recovers around it, so findings
+                # elsewhere appear with fixes of their own that the first report could not show.
+                if outside and compiles(before[path]):
                     failures.append(f"{name}/{rel}: lines changed outside the reported fixes: {sorted(outside)[:5]}")
             for path in second:
                 failures.append(f"{name}/{path.relative_to(copy)}: a second --fix changed it again")
