@@ -89,7 +89,13 @@ impl Document {
         if let Some(tree) = &mut self.tree {
             tree.edit(&edit);
         }
-        let text = self.rope.to_string();
+        // The new text spliced from the old, which the rope holds too: collecting the rope's
+        // chunks goes through `Display`, a formatter call per chunk, several times the copy.
+        let mut text = String::with_capacity(self.text.len() - range.len() + new_text.len());
+        text.push_str(&self.text[..range.start]);
+        text.push_str(new_text);
+        text.push_str(&self.text[range.end..]);
+        debug_assert_eq!(text.len(), self.rope.len_bytes());
         self.tree = Some(match &self.tree {
             Some(tree) => parse(&text, Some(tree)),
             // The first edit of a buffer that had no tree: the next ones will reparse this tree.
