@@ -106,7 +106,7 @@ impl RuleQueries {
         let node = m.captures().iter().find(|c| c.index == self.violation)?.node;
         let names = self.query.capture_names();
         let captures = m.captures().iter().map(|c| (names[c.index as usize], c.node)).collect();
-        Some((self.rule_of_pattern[m.pattern_index], Candidate { node, captures }))
+        Some((self.rule_of_pattern[m.pattern_index], Candidate { node, captures, statement: None }))
     }
 }
 
@@ -169,17 +169,23 @@ pub fn candidates_by_rule<'a>(
     match cache.and_then(|cache| cache.statements.open(tree)) {
         Some(mut memory) => {
             let rules: Vec<usize> = active.iter().map(|rule| index_of(rule)).collect();
-            for &statement in statements {
+            for (index, &statement) in statements.iter().enumerate() {
                 let recalled = memory.recall(statement).filter(|(cached, _)| cached.rules == rules);
                 if let Some((cached, placer)) = recalled {
                     for candidate in &cached.candidates {
                         let captures: Vec<(&'a str, Node<'a>)> =
                             candidate.captures.iter().map(|(name, kept)| (*name, placer.place(kept))).collect();
-                        add(candidate.rule, Candidate { node: captures[candidate.violation].1, captures });
+                        let node = captures[candidate.violation].1;
+                        add(candidate.rule, Candidate { node, captures, statement: Some(index) });
                     }
                     continue;
                 }
-                let found = query_within(queries, statement, text, is_active);
+                let mut found = query_within(queries, statement, text, is_active);
+                // In source order within the statement, as they are kept: statements do not
+                // overlap, so the candidates come out in source order without a sort of all of
+                // them, which would read the end of every node (a cache miss each, in a large file).
+                sort_in_source_order(&mut found, |(_, candidate)| candidate.node);
+                found.iter_mut().for_each(|(_, candidate)| candidate.statement = Some(index));
                 if !statement.has_error() {
                     // A statement with syntax errors is not kept: what the parser makes of broken
                     // text depends on what surrounds it.
@@ -188,12 +194,22 @@ pub fn candidates_by_rule<'a>(
                 found.into_iter().for_each(|(rule, candidate)| add(rule, candidate));
             }
         }
-        None => query_within(queries, root, text, is_active).into_iter().for_each(|(r, c)| add(r, c)),
-    }
-    for candidates in &mut by_rule {
-        candidates.sort_by_key(|c| (c.node.start_byte(), std::cmp::Reverse(c.node.end_byte())));
+        None => {
+            query_within(queries, root, text, is_active).into_iter().for_each(|(r, c)| add(r, c));
+            for candidates in &mut by_rule {
+                sort_in_source_order(candidates, |candidate| candidate.node);
+            }
+        }
     }
     by_rule
+}
+
+/// Outer nodes before the nodes they hold; a stable sort, so matches of one node keep their order.
+fn sort_in_source_order<T>(items: &mut [T], node: impl Fn(&T) -> Node<'_>) {
+    items.sort_by_cached_key(|item| {
+        let node = node(item);
+        (node.start_byte(), std::cmp::Reverse(node.end_byte()))
+    });
 }
 
 type Found<'a> = Vec<(usize, Candidate<'a>)>;

@@ -205,6 +205,10 @@ pub struct RuleFindings {
 struct CheckedStatement {
     /// The keys the statement files in the model's indices.
     keys: Arc<[u64]>,
+    /// The statement's length in bytes. A recalled statement is the same subtree, so its end is
+    /// its start plus this: found so, it is not read from the subtree (a cache miss in a large
+    /// file) for every rule that asks.
+    len: usize,
     /// By rule.
     findings: Vec<(&'static Rule, Arc<RuleFindings>)>,
 }
@@ -226,7 +230,7 @@ impl KeptChecks {
         let (_, findings) = kept.findings.iter().find(|(r, _)| std::ptr::eq(*r, rule))?;
         let still_hold = !findings.reads.read_any(&self.changed)
             && findings.reads.facts().iter().all(|(fact, value)| model.file_fact(*fact) == *value)
-            && *findings.tail == *tail_of(model.text, statement);
+            && *findings.tail == *tail_after(model.text, statement.start_byte() + kept.len);
         still_hold.then(|| {
             let start = statement.start_byte();
             let moved = findings.diagnostics.iter().map(|d| moved(d, |offset| start + offset)).collect();
@@ -248,7 +252,7 @@ impl KeptChecks {
             return None;
         }
         let start = statement.start_byte();
-        let tail = tail_of(model.text, statement);
+        let tail = tail_after(model.text, statement.end_byte());
         let lines = TextRange::new(start, statement.end_byte() + tail.len());
         let on_own_lines = diagnostics.iter().all(|d| ranges_of(d).all(|r| lines.contains_range(r)));
         on_own_lines.then(|| {
@@ -271,17 +275,23 @@ impl<'a> CheckSession<'_, 'a> {
     pub fn finish(mut self, model: &Model<'a>, mut kept: Vec<Vec<(&'static Rule, Arc<RuleFindings>)>>) {
         let statements = model.top_level();
         kept.resize_with(statements.len(), Vec::new);
-        for ((statement, findings), keys) in statements.iter().zip(kept).zip(std::mem::take(&mut self.keys)) {
+        let keys = std::mem::take(&mut self.keys);
+        for (index, ((statement, findings), keys)) in statements.iter().zip(kept).zip(keys).enumerate() {
             let findings = if statement.has_error() { Vec::new() } else { findings };
-            self.recall.keep(*statement, CheckedStatement { keys, findings });
+            let len = match self.kept.recalled.get(index) {
+                Some(Some(recalled)) => recalled.len,
+                _ => statement.byte_range().len(),
+            };
+            self.recall.keep(*statement, CheckedStatement { keys, findings, len });
         }
         *self.cache.facts.lock().unwrap_or_else(PoisonError::into_inner) = Some(self.kept.facts);
     }
 }
 
-/// The text after `statement` up to and including the line break that ends its last line.
-fn tail_of<'t>(text: &'t str, statement: Node<'_>) -> &'t str {
-    let rest = &text[statement.end_byte()..];
+/// The text after a statement that ends at `end`, up to and including the line break that ends
+/// its last line.
+fn tail_after(text: &str, end: usize) -> &str {
+    let rest = &text[end..];
     &rest[..memchr::memchr(b'\n', rest.as_bytes()).map_or(rest.len(), |i| i + 1)]
 }
 
@@ -601,8 +611,9 @@ def helper(model, batch, optimizer):
             .collect();
         assert!(!kept_codes.is_empty(), "the example has no finding of a rule that keeps its findings");
         // Every statement "had" no findings; an edit that touches none of them keeps that.
-        let no_findings = |_: &CheckedStatement| CheckedStatement {
+        let no_findings = |kept: &CheckedStatement| CheckedStatement {
             keys: Arc::from([]),
+            len: kept.len,
             findings: crate::rules::RULES
                 .iter()
                 .map(|rule| {

@@ -378,7 +378,7 @@ fn check_statements<'a>(
     // A rule's candidates come in source order, each statement's together; a stable sort by
     // statement keeps them so, and gathers any that do not.
     let mut by_statement: Vec<(Option<usize>, &Candidate<'a>)> =
-        candidates.iter().map(|c| (model.top_level_index(c.node), c)).collect();
+        candidates.iter().map(|c| (c.statement.or_else(|| model.top_level_index(c.node)), c)).collect();
     by_statement.sort_by_key(|(statement, _)| *statement);
     let mut kept = Vec::new();
     for group in by_statement.chunk_by(|a, b| a.0 == b.0) {

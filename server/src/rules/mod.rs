@@ -57,6 +57,9 @@ impl FixAvailability {
 pub struct Candidate<'t> {
     pub node: Node<'t>,
     pub captures: Vec<(&'t str, Node<'t>)>,
+    /// The index of the top-level statement that holds the match, when the query was run
+    /// statement by statement (see [`crate::semantic::Model::top_level`]).
+    pub statement: Option<usize>,
 }
 
 impl<'t> Candidate<'t> {
