@@ -376,7 +376,7 @@ fn placement_at_top(model: &Model<'_>, setting: &EnvSetting<'_>) -> Option<Place
             lines_follow_break: true,
         }),
         (_, Some(torch)) => {
-            let line_start = text[..torch.start_byte()].rfind('\n').map_or(0, |i| i + 1);
+            let line_start = crate::prefilter::line_start(text, torch.start_byte());
             if line_start != torch.start_byte() {
                 return None;
             }
