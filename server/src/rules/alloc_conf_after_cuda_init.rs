@@ -181,7 +181,8 @@ struct MoveToTop {
 /// would land before the one moved before it, reversing which of them wins, and a script with
 /// many of them would need a fix pass for each.
 fn moves_to_top(model: &Model<'_>) -> Vec<MoveToTop> {
-    let mut bound: Vec<(Placement, Vec<(Node<'_>, bool)>)> = Vec::new();
+    // By place: each statement bound there, whether it runs unconditionally, and its variable.
+    let mut bound: Vec<(Placement, Vec<(Node<'_>, bool, &str)>)> = Vec::new();
     for node in allocator_settings(model) {
         let settings = model.env_settings(node);
         let Some(setting) = settings.iter().find(|s| ALLOC_CONF_VARIABLES.contains(&s.name)) else { continue };
@@ -196,10 +197,10 @@ fn moves_to_top(model: &Model<'_>) -> Vec<MoveToTop> {
         if TextRange::of(statement).start <= placement.at || !placement_comes_first(model, &placement, setting) {
             continue;
         }
-        let unconditional = runs_unconditionally(statement);
+        let moved = (statement, runs_unconditionally(statement), setting.name);
         match bound.iter_mut().find(|(p, _)| *p == placement) {
-            Some((_, statements)) => statements.push((statement, unconditional)),
-            None => bound.push((placement, vec![(statement, unconditional)])),
+            Some((_, statements)) => statements.push(moved),
+            None => bound.push((placement, vec![moved])),
         }
     }
     // With several settings of the variables, moving them can change which of them wins.
@@ -207,14 +208,15 @@ fn moves_to_top(model: &Model<'_>) -> Vec<MoveToTop> {
     bound
         .into_iter()
         .filter_map(|(placement, statements)| {
-            let nodes: Vec<Node<'_>> = statements.iter().map(|(node, _)| *node).collect();
+            let nodes: Vec<Node<'_>> = statements.iter().map(|(node, ..)| *node).collect();
             let taken = edits::take_statements(model, &nodes)?;
-            let safe = set_once && statements.iter().all(|(_, unconditional)| *unconditional);
+            let safe = set_once && statements.iter().all(|(_, unconditional, _)| *unconditional);
             let applicability = if safe { Applicability::Safe } else { Applicability::Unsafe };
-            let title = match nodes.len() {
-                1 => format!("Set `{}` at the top of the module, before `import torch`", setting_name(model, nodes[0])),
-                n => format!(
-                    "Set the {n} allocator settings at the top of the module, in their order, before `import torch`"
+            let title = match statements.as_slice() {
+                [(_, _, name)] => format!("Set `{name}` at the top of the module, before `import torch`"),
+                all => format!(
+                    "Set the {} allocator settings at the top of the module, in their order, before `import torch`",
+                    all.len()
                 ),
             };
             let moved: Vec<&str> = taken.iter().map(|(_, moved)| moved.as_str()).collect();
@@ -226,14 +228,6 @@ fn moves_to_top(model: &Model<'_>) -> Vec<MoveToTop> {
             })
         })
         .collect()
-}
-
-/// The name of the allocator variable a statement sets.
-fn setting_name<'a>(model: &Model<'a>, statement: Node<'a>) -> &'a str {
-    statement
-        .named_child(0)
-        .and_then(|node| model.env_settings(node).into_iter().find(|s| ALLOC_CONF_VARIABLES.contains(&s.name)))
-        .map_or(ALLOC_CONF_VARIABLES[0], |s| s.name)
 }
 
 /// Every assignment or call that sets an allocator variable, in source order: found from the
