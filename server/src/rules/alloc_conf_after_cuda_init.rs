@@ -176,13 +176,20 @@ struct MoveToTop {
     fix: Fix,
 }
 
+/// A late setting's statement, bound for a place at the top.
+struct Moved<'a> {
+    statement: Node<'a>,
+    unconditional: bool,
+    /// The variable it sets.
+    name: &'a str,
+}
+
 /// The fixes that move every late, movable setting of the allocator to the top of the module.
 /// Settings bound for the same place move together, in their order: moved one at a time, each
 /// would land before the one moved before it, reversing which of them wins, and a script with
 /// many of them would need a fix pass for each.
 fn moves_to_top(model: &Model<'_>) -> Vec<MoveToTop> {
-    // By place: each statement bound there, whether it runs unconditionally, and its variable.
-    let mut bound: Vec<(Placement, Vec<(Node<'_>, bool, &str)>)> = Vec::new();
+    let mut bound: Vec<(Placement, Vec<Moved<'_>>)> = Vec::new();
     for node in allocator_settings(model) {
         let settings = model.env_settings(node);
         let Some(setting) = settings.iter().find(|s| ALLOC_CONF_VARIABLES.contains(&s.name)) else { continue };
@@ -197,7 +204,7 @@ fn moves_to_top(model: &Model<'_>) -> Vec<MoveToTop> {
         if TextRange::of(statement).start <= placement.at || !placement_comes_first(model, &placement, setting) {
             continue;
         }
-        let moved = (statement, runs_unconditionally(statement), setting.name);
+        let moved = Moved { statement, unconditional: runs_unconditionally(statement), name: setting.name };
         match bound.iter_mut().find(|(p, _)| *p == placement) {
             Some((_, statements)) => statements.push(moved),
             None => bound.push((placement, vec![moved])),
@@ -208,12 +215,12 @@ fn moves_to_top(model: &Model<'_>) -> Vec<MoveToTop> {
     bound
         .into_iter()
         .filter_map(|(placement, statements)| {
-            let nodes: Vec<Node<'_>> = statements.iter().map(|(node, ..)| *node).collect();
+            let nodes: Vec<Node<'_>> = statements.iter().map(|moved| moved.statement).collect();
             let taken = edits::take_statements(model, &nodes)?;
-            let safe = set_once && statements.iter().all(|(_, unconditional, _)| *unconditional);
+            let safe = set_once && statements.iter().all(|moved| moved.unconditional);
             let applicability = if safe { Applicability::Safe } else { Applicability::Unsafe };
             let title = match statements.as_slice() {
-                [(_, _, name)] => format!("Set `{name}` at the top of the module, before `import torch`"),
+                [one] => format!("Set `{}` at the top of the module, before `import torch`", one.name),
                 all => format!(
                     "Set the {} allocator settings at the top of the module, in their order, before `import torch`",
                     all.len()
