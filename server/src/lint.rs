@@ -257,10 +257,10 @@ pub fn lint_again(
 }
 
 /// [`lint`] with the rules that `choose` picks ([`rules_that_could_fire`] or the like).
-fn lint_rules(
-    text: &str,
-    tree: &Tree,
-    context: LintContext<'_>,
+fn lint_rules<'a>(
+    text: &'a str,
+    tree: &'a Tree,
+    context: LintContext<'a>,
     settings: &LintSettings,
     choose: impl FnOnce() -> Vec<&'static Rule> + Send,
     cache: Option<&StatementCache>,
@@ -269,11 +269,11 @@ fn lint_rules(
     if settings.show_syntax_errors {
         diagnostics.extend(syntax_errors(tree));
     }
-    // The model and the rules' query matches: two independent walks over the whole tree; on a
-    // large file each takes milliseconds, and an editor waits for both.
-    let statements = ast::top_level_statements(tree);
-    let build_model = || {
-        let model = Model::of_statements(text, tree, context, cache.map(|c| &c.walks), &statements);
+    // The model and the rules' query matches: two independent walks over the module's statements
+    // (listed once, and only when some rule is to run); on a large file each takes milliseconds,
+    // and an editor waits for both.
+    let build_model = |statements: &[Node<'a>]| {
+        let model = Model::of_statements(text, tree, context, cache.map(|c| &c.walks), statements);
         if let Some(cache) = cache {
             // The kept checks compare what the whole file decides before any check runs (see
             // [`crate::check_cache`]); decided here, it overlaps with the rules' queries.
@@ -281,22 +281,28 @@ fn lint_rules(
         }
         model
     };
-    let query =
-        |active: &[&'static Rule]| candidates_by_rule(text, tree, &statements, active, cache.map(|c| &c.candidates));
+    let query = |active: &[&'static Rule], statements: &[Node<'a>]| {
+        candidates_by_rule(text, tree, statements, active, cache.map(|c| &c.candidates))
+    };
     let checked = if cache.is_some_and(|c| c.had_rules.load(Ordering::Relaxed)) {
         // A buffer that had rules to run at its last lint most likely has them now: the rules are
         // chosen beside the model's build rather than before it, which takes the prefilter's scans
         // of the whole text off the path an editor waits on.
-        let (model, (active, candidates)) = rayon::join(build_model, || {
-            let active = choose();
-            let candidates = query(&active);
-            (active, candidates)
-        });
+        let statements = ast::top_level_statements(tree);
+        let (model, (active, candidates)) = rayon::join(
+            || build_model(&statements),
+            || {
+                let active = choose();
+                let candidates = query(&active, &statements);
+                (active, candidates)
+            },
+        );
         Some((model, active, candidates))
     } else {
         let active = choose();
         (!active.is_empty()).then(|| {
-            let (model, candidates) = rayon::join(build_model, || query(&active));
+            let statements = ast::top_level_statements(tree);
+            let (model, candidates) = rayon::join(|| build_model(&statements), || query(&active, &statements));
             (model, active, candidates)
         })
     };
