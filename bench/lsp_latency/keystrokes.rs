@@ -130,10 +130,10 @@ fn main() {
         let version = n as i32 + 2;
         let started = Instant::now();
         buffer.edit(keystroke.range, keystroke.text);
-        buffer.document.set_version(version);
-        let tree = buffer.document.tree().clone();
+        buffer.set_version(version);
+        let tree = buffer.tree().clone();
         let edited = Instant::now();
-        let current = buffer.document.text();
+        let current = buffer.document().text();
         // On rayon's pool, as the server runs a lint: its parallel parts then start there.
         let diagnostics = rayon::scope(|_| lint_again(current, &tree, context, &settings, &cache));
         let linted = Instant::now();

@@ -30,7 +30,7 @@ use crate::text::TextRange;
 pub struct OpenDocument {
     /// Edited only through [`OpenDocument::edit`] and [`OpenDocument::replace`], which keep
     /// `lines` in step.
-    pub document: Document,
+    document: Document,
     /// Where the buffer's lines start, shared with lint snapshots.
     lines: Arc<LineStarts>,
     /// The file behind the buffer, when the URI is a `file:` URI.
@@ -48,6 +48,20 @@ impl OpenDocument {
     pub fn new(document: Document, path: Option<PathBuf>) -> Self {
         let lines = Arc::new(LineStarts::of(document.text()));
         Self { document, lines, path, revision: 0, linted: None, statements: Arc::default() }
+    }
+
+    /// The buffer: its text, version and tree.
+    pub fn document(&self) -> &Document {
+        &self.document
+    }
+
+    pub fn set_version(&mut self, version: i32) {
+        self.document.set_version(version);
+    }
+
+    /// The buffer's tree, parsed now if the buffer has none yet.
+    pub fn tree(&mut self) -> &Tree {
+        self.document.tree()
     }
 
     /// Replace the bytes in `range` with `new_text`.

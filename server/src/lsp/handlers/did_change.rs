@@ -20,7 +20,7 @@ pub async fn did_change(context: &ServerContext, params: DidChangeTextDocumentPa
                 return Ok(Err(format!("culint: ignored a change to {}, which is not open", uri.as_str())));
             };
             let applied = apply_changes(open, &params.content_changes, version, encoding);
-            let text = open.document.shared_text();
+            let text = open.document().shared_text();
             session.overlay(&uri, Some(text));
             session.note_edit(&uri);
             Ok(applied.map(|()| push))
@@ -40,10 +40,10 @@ pub fn apply_changes(
     version: i32,
     encoding: PositionEncoding,
 ) -> Result<(), String> {
-    if version <= open.document.version() {
+    if version <= open.document().version() {
         crate::lsp::log::write(&format!(
             "culint: version {version} is not newer than {}; applying the change anyway",
-            open.document.version()
+            open.document().version()
         ));
     }
     open.revision += 1;
@@ -55,7 +55,7 @@ pub fn apply_changes(
         match open.positions(encoding).text_range(range) {
             Ok(byte_range) => open.edit(byte_range, &change.text),
             Err(error) => {
-                open.document.set_version(version);
+                open.set_version(version);
                 return Err(format!(
                     "culint: a change was dropped because its {error}; the server's copy of the file may now \
                      differ from the editor's: close and reopen the file"
@@ -63,7 +63,7 @@ pub fn apply_changes(
             }
         }
     }
-    open.document.set_version(version);
+    open.set_version(version);
     Ok(())
 }
 
@@ -96,18 +96,18 @@ mod tests {
             change((3, 4), (3, 5), "7"), // y = 7: the line is the one the change before added
         ];
         apply_changes(&mut open, &changes, 2, PositionEncoding::Utf16).unwrap();
-        let text = open.document.text().to_owned();
+        let text = open.document().text().to_owned();
         assert_eq!(text, "# 显存 😀!\nx = 42\r\nz = 3\ny = 7\n");
-        assert_eq!(open.document.version(), 2);
+        assert_eq!(open.document().version(), 2);
         assert_eq!(open.revision, 1);
-        assert_eq!(open.document.tree().root_node().to_sexp(), parse(&text, None).root_node().to_sexp());
+        assert_eq!(open.tree().root_node().to_sexp(), parse(&text, None).root_node().to_sexp());
     }
 
     #[test]
     fn utf8_positions_count_bytes() {
         let mut open = OpenDocument::new(Document::new("# 显存\nx\n", 1), None);
         apply_changes(&mut open, &[change((0, 8), (0, 8), "!")], 2, PositionEncoding::Utf8).unwrap();
-        assert_eq!(open.document.text(), "# 显存!\nx\n");
+        assert_eq!(open.document().text(), "# 显存!\nx\n");
     }
 
     #[test]
@@ -115,8 +115,8 @@ mod tests {
         let mut open = OpenDocument::new(Document::new("a\n", 1), None);
         let full = TextDocumentContentChangeEvent { range: None, range_length: None, text: "b = 1\n".to_owned() };
         apply_changes(&mut open, &[full, change((0, 0), (0, 1), "c")], 5, PositionEncoding::Utf16).unwrap();
-        assert_eq!(open.document.text(), "c = 1\n");
-        assert_eq!(open.document.version(), 5);
+        assert_eq!(open.document().text(), "c = 1\n");
+        assert_eq!(open.document().version(), 5);
     }
 
     #[test]
@@ -124,7 +124,7 @@ mod tests {
         let mut open = OpenDocument::new(Document::new("a\n", 1), None);
         let error = apply_changes(&mut open, &[change((9, 0), (9, 1), "x")], 2, PositionEncoding::Utf16).unwrap_err();
         assert!(error.contains("position 9:0 is past the end"), "{error}");
-        assert_eq!(open.document.text(), "a\n");
+        assert_eq!(open.document().text(), "a\n");
     }
 }
 
