@@ -9,7 +9,7 @@ fn codes(text: &str, select: &str, hardware: Option<HardwareFacts>) -> Vec<(Stri
     let settings = LintSettings { rules: RuleSet::from_selectors(&[select]), hardware, ..Default::default() };
     let diagnostics = lint_text(text, LintContext::default(), &settings);
     let index = culint::text::LineIndex::new(text);
-    diagnostics.iter().map(|d| (d.code.clone(), index.location(text, d.range.start).row)).collect()
+    diagnostics.iter().map(|d| (d.code.to_owned(), index.location(text, d.range.start).row)).collect()
 }
 
 fn gpus(count: usize) -> Option<HardwareFacts> {

@@ -28,7 +28,7 @@ fn findings(path: &Path, project: Option<&ProjectIndex>) -> BTreeSet<(usize, Str
     let lines = LineIndex::new(&text);
     lint_with(path, project, RuleSet::from_selectors(&PROJECT_AWARE_RULES))
         .iter()
-        .map(|d| (lines.location(&text, d.range.start).row, d.code.clone()))
+        .map(|d| (lines.location(&text, d.range.start).row, d.code.to_owned()))
         .collect()
 }
 

@@ -314,11 +314,11 @@ mod tests {
         let settings =
             LintSettings { rules: RuleSet::from_selectors(&["CUL201", "CUL402"]), ..LintSettings::default() };
         let active: Vec<&'static Rule> = settings.rules.iter().collect();
-        let findings = || -> Vec<(String, TextRange)> {
+        let findings = || -> Vec<(&'static str, TextRange)> {
             lint(text, &tree, LintContext::default(), &settings).into_iter().map(|d| (d.code, d.range)).collect()
         };
-        let mut runs: Vec<Vec<(String, TextRange)>> = (0..=SPECIALISE_AFTER).map(|_| findings()).collect();
-        assert!(runs[0].iter().any(|(code, _)| code == "CUL201"), "{:?}", runs[0]);
+        let mut runs: Vec<Vec<(&'static str, TextRange)>> = (0..=SPECIALISE_AFTER).map(|_| findings()).collect();
+        assert!(runs[0].iter().any(|(code, _)| *code == "CUL201"), "{:?}", runs[0]);
         // The set's own query compiles on another thread; the lints go on with every rule's.
         let key: Vec<usize> = active.iter().map(|rule| index_of(rule)).collect();
         let own = SPECIALISED.lock().unwrap()[&key].1.clone();

@@ -606,8 +606,8 @@ def helper(model, batch, optimizer):
         let first = lint_again(document.text(), &tree, LintContext::default(), &settings, &cache);
         let kept_codes: Vec<&str> = first
             .iter()
-            .filter(|d| crate::rules::by_code(&d.code).is_some_and(|r| r.cached_per_statement))
-            .map(|d| d.code.as_str())
+            .filter(|d| crate::rules::by_code(d.code).is_some_and(|r| r.cached_per_statement))
+            .map(|d| d.code)
             .collect();
         assert!(!kept_codes.is_empty(), "the example has no finding of a rule that keeps its findings");
         // Every statement "had" no findings; an edit that touches none of them keeps that.
@@ -629,7 +629,7 @@ def helper(model, batch, optimizer):
         let tree = document.tree().clone();
         let second = lint_again(document.text(), &tree, LintContext::default(), &settings, &cache);
         assert!(
-            second.iter().all(|d| !kept_codes.contains(&d.code.as_str())),
+            second.iter().all(|d| !kept_codes.contains(&d.code)),
             "findings were checked again: {kept_codes:?} {:?}",
             summary(&second)
         );

@@ -42,18 +42,21 @@ pub struct Related {
     pub message: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// A finding. What it says of its rule (code, name, knowledge entry) is the rule's own text,
+/// borrowed rather than copied: a language server lints a large file on every keystroke and
+/// keeps hundreds of findings from one lint to the next.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Diagnostic {
     /// Rule code, such as `CUL101`.
-    pub code: String,
+    pub code: &'static str,
     /// Rule name, such as `missing-set-device`.
-    pub name: String,
+    pub name: &'static str,
     pub range: TextRange,
     pub message: String,
     pub severity: Severity,
     pub fix: Option<Fix>,
     /// Id of the linked entry in `knowledge/`, such as `cuda/oom-genuine`.
-    pub knowledge: Option<String>,
+    pub knowledge: Option<&'static str>,
     pub related: Vec<Related>,
     /// The rule reports use of an API that is deprecated (LSP `DiagnosticTag::Deprecated`).
     pub deprecated: bool,

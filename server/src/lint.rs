@@ -151,13 +151,13 @@ impl<'m, 'a> Checker<'m, 'a> {
     /// information can be attached.
     pub fn report(&mut self, range: TextRange, message: impl Into<String>) -> &mut Diagnostic {
         self.diagnostics.push(Diagnostic {
-            code: self.rule.code.to_owned(),
-            name: self.rule.name.to_owned(),
+            code: self.rule.code,
+            name: self.rule.name,
             range,
             message: message.into(),
             severity: self.rule.severity,
             fix: None,
-            knowledge: self.rule.knowledge.map(str::to_owned),
+            knowledge: self.rule.knowledge,
             related: Vec::new(),
             deprecated: self.rule.deprecated,
         });
@@ -430,8 +430,8 @@ pub fn syntax_errors(tree: &Tree) -> Vec<Diagnostic> {
                 "SyntaxError: invalid syntax".to_owned()
             };
             out.push(Diagnostic {
-                code: "syntax-error".to_owned(),
-                name: "syntax-error".to_owned(),
+                code: "syntax-error",
+                name: "syntax-error",
                 range: TextRange::of(node),
                 message,
                 severity: Severity::Error,
@@ -468,7 +468,7 @@ const MAX_FIX_PASSES: usize = 10;
 /// Apply fixes at or above `threshold`, re-linting after each pass, until nothing changes. A pass
 /// whose output parses worse than its input is discarded.
 pub fn fix_text(text: &str, context: LintContext<'_>, settings: &LintSettings, threshold: Applicability) -> FixOutcome {
-    let mut unsettled: Vec<String> = Vec::new();
+    let mut unsettled: Vec<&'static str> = Vec::new();
     loop {
         let (outcome, still_fixing) = fix_passes(text, context, settings, threshold, &unsettled);
         if still_fixing.is_empty() {
@@ -487,15 +487,15 @@ fn fix_passes(
     context: LintContext<'_>,
     settings: &LintSettings,
     threshold: Applicability,
-    unsettled: &[String],
-) -> (FixOutcome, Vec<String>) {
+    unsettled: &[&'static str],
+) -> (FixOutcome, Vec<&'static str>) {
     let mut current = text.to_owned();
     let tree = parse(&current, None);
     let mut diagnostics = lint(&current, &tree, context, settings);
     let mut fixed = 0;
     let mut refused_unparsable = false;
     // Fixes that left their own finding in place, offered again: applying them would never end.
-    let mut ineffective: Vec<(String, Fix)> = Vec::new();
+    let mut ineffective: Vec<(&'static str, Fix)> = Vec::new();
     let baseline_errors = error_count(&tree);
     let mut passes = 0;
     let mut still_fixing = Vec::new();
@@ -519,7 +519,7 @@ fn fix_passes(
             break;
         }
         let after = lint(&applied.text, &new_tree, context, settings);
-        let repeated: Vec<(String, Fix)> = applied
+        let repeated: Vec<(&'static str, Fix)> = applied
             .applied
             .iter()
             .map(|&i| fixable[i])
@@ -529,7 +529,7 @@ fn fix_passes(
                     n.code == d.code && Some(n.range.start) == at && n.fix.as_ref().is_some_and(|f| f.same_change(fix))
                 })
             })
-            .map(|(d, fix)| (d.code.clone(), fix.clone()))
+            .map(|(d, fix)| (d.code, fix.clone()))
             .collect();
         if !repeated.is_empty() {
             // Redo this pass without them; their findings stay reported.
@@ -537,7 +537,7 @@ fn fix_passes(
             continue;
         }
         passes += 1;
-        still_fixing = applied.applied.iter().map(|&i| fixable[i].0.code.clone()).collect();
+        still_fixing = applied.applied.iter().map(|&i| fixable[i].0.code).collect();
         still_fixing.sort();
         still_fixing.dedup();
         fixed += applied.fixes;

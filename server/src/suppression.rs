@@ -19,7 +19,7 @@ impl Codes {
     fn covers(&self, diagnostic: &Diagnostic) -> bool {
         match self {
             Codes::All => true,
-            Codes::Some(codes) => codes.iter().any(|code| selector_matches(code, &diagnostic.code, &diagnostic.name)),
+            Codes::Some(codes) => codes.iter().any(|code| selector_matches(code, diagnostic.code, diagnostic.name)),
         }
     }
 }

@@ -271,7 +271,7 @@ impl Report<'_> {
                         cause.path,
                         cause.line,
                         cause.column,
-                        paint.warn(&cause.code),
+                        paint.warn(cause.code),
                         cause.name,
                         cause.message
                     );

@@ -126,8 +126,8 @@ pub struct CodeFinding {
     pub path: String,
     pub line: usize,
     pub column: usize,
-    pub code: String,
-    pub name: String,
+    pub code: &'static str,
+    pub name: &'static str,
     pub message: String,
     /// The traceback line it is near, when that is why it was picked.
     pub near_frame_line: Option<usize>,
@@ -154,7 +154,7 @@ pub fn likely_causes(frames: &[LocalFrame], related_rules: &[String]) -> Vec<Cod
             let line = index.line_of(diagnostic.range.start) + 1;
             let near =
                 frame_lines.iter().copied().filter(|f| f.abs_diff(line) <= NEAR_LINES).min_by_key(|f| f.abs_diff(line));
-            if near.is_none() && !related_rules.contains(&diagnostic.code) {
+            if near.is_none() && !related_rules.iter().any(|code| code == diagnostic.code) {
                 continue;
             }
             let line_start = index.line_start(line - 1);

@@ -140,11 +140,11 @@ struct At<'a> {
 impl<'a> LspDiagnostic<'a> {
     pub fn of(diagnostic: &'a Diagnostic, mapper: &PositionMapper<'_>, uri: &'a Uri, version: i32) -> Self {
         let rule_page =
-            crate::rules::by_code(&diagnostic.code).and_then(|rule| RULE_URLS[crate::rules::index_of(rule)].as_ref());
+            crate::rules::by_code(diagnostic.code).and_then(|rule| RULE_URLS[crate::rules::index_of(rule)].as_ref());
         LspDiagnostic {
             range: mapper.range(diagnostic.range),
             severity: severity(diagnostic.severity),
-            code: &diagnostic.code,
+            code: diagnostic.code,
             code_description: rule_page.map(|href| Href { href }),
             source: SOURCE,
             message: &diagnostic.message,
@@ -222,8 +222,8 @@ mod tests {
         let start = text.find("torch.cuda.amp").unwrap();
         let import = text.find("import torch").unwrap();
         Diagnostic {
-            code: "CUL303".to_owned(),
-            name: "deprecated-cuda-amp".to_owned(),
+            code: "CUL303",
+            name: "deprecated-cuda-amp",
             range: TextRange::new(start, start + "torch.cuda.amp.autocast()".len()),
             message: "`torch.cuda.amp.autocast` is deprecated".to_owned(),
             severity: Severity::Warning,

@@ -76,7 +76,7 @@ fn render_one(finding: &Located<'_>, path: &str, renderer: &Renderer) -> String 
     let marker = if is_applicable(finding.report, diagnostic) { "[*] " } else { "" };
     let title = format!("{marker}{}", diagnostic.message);
     let mut groups: Vec<Group<'_>> =
-        vec![level(diagnostic.severity).primary_title(title).id(diagnostic.code.as_str()).element(snippet)];
+        vec![level(diagnostic.severity).primary_title(title).id(diagnostic.code).element(snippet)];
     for related in &diagnostic.related {
         if related.range.start < offset || related.range.end > offset + source.len() {
             let location = lines.location(text, related.range.start);

@@ -16,7 +16,7 @@ pub fn render(findings: &[Located<'_>], options: &RenderOptions<'_>) -> String {
             Severity::Info | Severity::Hint => "notice",
         };
         let title = if diagnostic.name == diagnostic.code {
-            diagnostic.code.clone()
+            diagnostic.code.to_owned()
         } else {
             format!("{} {}", diagnostic.code, diagnostic.name)
         };

@@ -44,7 +44,7 @@ fn to_json(finding: &Located<'_>, options: &RenderOptions<'_>) -> Value {
         "location": finding.start,
         "end_location": finding.end,
         "fix": diagnostic.fix.as_ref().map(|fix| fix_json(fix, text, lines)),
-        "url": rule_url(&diagnostic.code),
+        "url": rule_url(diagnostic.code),
         "noqa_row": finding.start.row,
         "knowledge": diagnostic.knowledge,
         "related": related,

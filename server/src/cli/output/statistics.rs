@@ -18,9 +18,9 @@ fn counts(reports: &[FileReport]) -> Vec<Count<'_>> {
     let mut by_code: BTreeMap<&str, Count<'_>> = BTreeMap::new();
     for report in reports {
         for diagnostic in &report.diagnostics {
-            let entry = by_code.entry(&diagnostic.code).or_insert(Count {
-                code: &diagnostic.code,
-                name: &diagnostic.name,
+            let entry = by_code.entry(diagnostic.code).or_insert(Count {
+                code: diagnostic.code,
+                name: diagnostic.name,
                 count: 0,
                 fixable: 0,
             });

@@ -65,11 +65,11 @@ pub fn diagnostic_hover(diagnostics: &[Diagnostic], offset: usize, lang: Lang) -
     let sections: Vec<String> = hits
         .iter()
         .filter(|d| {
-            let new = !seen.contains(&d.code.as_str());
-            seen.push(&d.code);
+            let new = !seen.contains(&d.code);
+            seen.push(d.code);
             new
         })
-        .map(|d| match crate::rules::by_code(&d.code) {
+        .map(|d| match crate::rules::by_code(d.code) {
             Some(rule) => rule_markdown(rule, lang),
             None => format!("**{}**: {}", d.code, d.message),
         })
@@ -120,10 +120,10 @@ mod tests {
     use crate::diagnostic::Severity;
     use crate::parse::parse;
 
-    fn finding(code: &str, range: TextRange) -> Diagnostic {
+    fn finding(code: &'static str, range: TextRange) -> Diagnostic {
         Diagnostic {
-            code: code.to_owned(),
-            name: "some-rule".to_owned(),
+            code,
+            name: "some-rule",
             range,
             message: format!("{code} message"),
             severity: Severity::Warning,
