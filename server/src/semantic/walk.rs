@@ -8,10 +8,13 @@
 //! placed in the new tree by [`crate::tree_reuse`], as [`crate::candidates`] does for query
 //! matches.
 
+use std::hash::BuildHasher;
 use std::sync::PoisonError;
 
+use foldhash::HashMap;
 use tree_sitter::Node;
 
+use super::source_order::InSourceOrder;
 use super::{Model, ast, names_cuda};
 use crate::grammar_ids::{self, FieldChild};
 use crate::tree_reuse::{KeptNode, Placer, StatementMemory};
@@ -23,6 +26,8 @@ pub struct WalkCache {
     /// How much the last walk noted: the next one, of nearly the same text, reserves as much
     /// rather than growing its lists step by step.
     sizes: std::sync::Mutex<Sizes>,
+    /// The same for each name's calls and assignments.
+    lengths: std::sync::Mutex<ListLengths>,
 }
 
 /// The lengths of what a walk notes.
@@ -36,6 +41,48 @@ struct Sizes {
     function_names: usize,
     assignments: usize,
     assignment_names: usize,
+}
+
+/// How many calls and assignments each name had at the last walk, by the name's hash. A name
+/// that a large script calls hundreds of times (`backward`, `to`) would otherwise grow its list
+/// step by step, a copy each time, on every keystroke. A hash shared by two names only gives one
+/// of them a list of the wrong size to start with.
+#[derive(Default)]
+struct ListLengths {
+    calls: HashMap<u64, usize>,
+    assignments: HashMap<u64, usize>,
+}
+
+/// Lists up to this long grow from nothing in a step or two: not worth remembering.
+const SHORT_LIST: usize = 4;
+
+impl ListLengths {
+    fn of(model: &Model<'_>) -> Self {
+        fn long(lists: &HashMap<&str, InSourceOrder<'_>>) -> HashMap<u64, usize> {
+            lists
+                .iter()
+                .filter(|(_, list)| list.len() > SHORT_LIST)
+                .map(|(name, list)| (name_hash(name), list.len()))
+                .collect()
+        }
+        Self { calls: long(&model.calls_by_name), assignments: long(&model.assignments) }
+    }
+
+    /// A new list for `name`, with room for as many nodes as `lengths` had.
+    fn list_for<'a>(lengths: &HashMap<u64, usize>, name: &str) -> InSourceOrder<'a> {
+        let mut list = InSourceOrder::default();
+        if !lengths.is_empty()
+            && let Some(length) = lengths.get(&name_hash(name))
+        {
+            list.reserve(*length);
+        }
+        list
+    }
+}
+
+/// A name's hash, the same from one lint to the next.
+fn name_hash(name: &str) -> u64 {
+    foldhash::fast::FixedState::default().hash_one(name)
 }
 
 impl WalkCache {
@@ -89,21 +136,24 @@ impl<'a> Model<'a> {
         self.top_level = statements.iter().copied().collect();
         // A cache in use by another lint of the same buffer (an older version's) is not waited for.
         let Some(mut memory) = cache.and_then(|cache| cache.statements.open(self.tree)) else {
-            self.mentions_cuda = self.walk_subtree(root, None);
+            self.mentions_cuda = self.walk_subtree(root, None, &ListLengths::default());
             return;
         };
         let sizes = cache.map_or_else(Sizes::default, |c| *c.sizes.lock().unwrap_or_else(PoisonError::into_inner));
         self.reserve(sizes);
+        let lengths = cache
+            .map(|c| std::mem::take(&mut *c.lengths.lock().unwrap_or_else(PoisonError::into_inner)))
+            .unwrap_or_default();
         for &statement in statements {
             let mentions_cuda = if let Some((walked, placer)) = memory.recall(statement) {
-                self.replay(&walked, &placer);
+                self.replay(&walked, &placer, &lengths);
                 walked.mentions_cuda
             } else if statement.has_error() {
                 // Not kept: what the parser makes of broken text depends on what surrounds it.
-                self.walk_subtree(statement, None)
+                self.walk_subtree(statement, None, &lengths)
             } else {
                 let mut found = Vec::new();
-                let mentions_cuda = self.walk_subtree(statement, Some(&mut found));
+                let mentions_cuda = self.walk_subtree(statement, Some(&mut found), &lengths);
                 memory.keep(statement, WalkedStatement { found, mentions_cuda });
                 mentions_cuda
             };
@@ -111,6 +161,7 @@ impl<'a> Model<'a> {
         }
         if let Some(cache) = cache {
             *cache.sizes.lock().unwrap_or_else(PoisonError::into_inner) = self.sizes();
+            *cache.lengths.lock().unwrap_or_else(PoisonError::into_inner) = ListLengths::of(self);
         }
     }
 
@@ -145,7 +196,7 @@ impl<'a> Model<'a> {
 
     /// Walk the subtree of `top`, noting what the model needs, and with `record` keeping each
     /// noted node. Returns whether the subtree names CUDA.
-    fn walk_subtree(&mut self, top: Node<'a>, mut record: Option<&mut Vec<FoundNode>>) -> bool {
+    fn walk_subtree(&mut self, top: Node<'a>, mut record: Option<&mut Vec<FoundNode>>, lengths: &ListLengths) -> bool {
         let source = self.text;
         let mut cursor = top.walk();
         let mut mentions_cuda = false;
@@ -199,7 +250,7 @@ impl<'a> Model<'a> {
                     };
                     record.push(FoundNode { found, node: keep(node), names: names.iter().map(span).collect() });
                 }
-                self.note(node, noted, names);
+                self.note(node, noted, names, lengths);
             }
             if ast::is_loop(node) || ast::is_function_boundary(node) {
                 enclosing.push((depth, node));
@@ -222,7 +273,7 @@ impl<'a> Model<'a> {
     }
 
     /// Note what a statement's earlier walk found, placed in the current tree.
-    fn replay(&mut self, walked: &WalkedStatement, placer: &Placer<'a>) {
+    fn replay(&mut self, walked: &WalkedStatement, placer: &Placer<'a>, lengths: &ListLengths) {
         let place = |kept: Option<KeptNode>| kept.map(|k| placer.place(&k));
         let start = placer.statement().start_byte();
         let text = self.text;
@@ -237,7 +288,7 @@ impl<'a> Model<'a> {
                 Found::With { scope } => Noted::With { scope: place(scope) },
             };
             let names = names.iter().map(|&(from, to)| &text[start + from as usize..start + to as usize]);
-            self.note(placer.place(node), noted, names);
+            self.note(placer.place(node), noted, names, lengths);
         }
     }
 
@@ -253,7 +304,13 @@ impl<'a> Model<'a> {
         }
     }
 
-    fn note(&mut self, node: Node<'a>, noted: Noted<'a>, names: impl IntoIterator<Item = &'a str>) {
+    fn note(
+        &mut self,
+        node: Node<'a>,
+        noted: Noted<'a>,
+        names: impl IntoIterator<Item = &'a str>,
+        lengths: &ListLengths,
+    ) {
         match noted {
             Noted::Call { scope, in_loop } => {
                 self.call_scopes.push(scope);
@@ -262,7 +319,10 @@ impl<'a> Model<'a> {
                 let name = names.into_iter().next();
                 self.call_names.push(name);
                 if let Some(name) = name {
-                    self.calls_by_name.entry(name).or_default().push(node);
+                    self.calls_by_name
+                        .entry(name)
+                        .or_insert_with(|| ListLengths::list_for(&lengths.calls, name))
+                        .push(node);
                 }
             }
             Noted::Import => self.imports.add_statement(node, self.text),
@@ -276,7 +336,10 @@ impl<'a> Model<'a> {
             Noted::Assignment => {
                 self.assignment_nodes.push(node);
                 for name in names {
-                    self.assignments.entry(name).or_default().push(node);
+                    self.assignments
+                        .entry(name)
+                        .or_insert_with(|| ListLengths::list_for(&lengths.assignments, name))
+                        .push(node);
                 }
             }
             Noted::Loop { outer } => {
