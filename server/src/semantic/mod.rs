@@ -21,6 +21,7 @@ pub mod training;
 mod walk;
 
 use foldhash::{HashMap, HashMapExt};
+use smallvec::SmallVec;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use tree_sitter::{Node, Tree};
@@ -65,7 +66,9 @@ pub struct Model<'a> {
     with_scopes: Vec<Option<Node<'a>>>,
     calls_by_name: HashMap<&'a str, InSourceOrder<'a>>,
     functions: Vec<Node<'a>>,
-    functions_by_name: HashMap<&'a str, Vec<Node<'a>>>,
+    /// Functions by name: nearly every name has one definition, held in place rather than in
+    /// an allocation of its own (a large script defines hundreds, on every keystroke).
+    functions_by_name: HashMap<&'a str, SmallVec<[Node<'a>; 1]>>,
     classes: Vec<Node<'a>>,
     /// Assignments (`x = ...`, `x: T = ...`), keyed by the target's text (`x`, `self.x`), in
     /// source order.
@@ -433,7 +436,7 @@ impl<'a> Model<'a> {
 
     pub fn functions_named(&self, name: &str) -> &[Node<'a>] {
         read_key(Index::Functions, name);
-        self.functions_by_name.get(name).map_or(&[], Vec::as_slice)
+        self.functions_by_name.get(name).map_or(&[], SmallVec::as_slice)
     }
 
     pub fn assignments_to(&self, target: &str) -> &[Node<'a>] {
