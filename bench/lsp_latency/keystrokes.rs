@@ -17,15 +17,13 @@ use std::time::{Duration, Instant};
 
 use culint::document::Document;
 use culint::lint::{LintContext, LintSettings, StatementCache, lint, lint_again};
-use culint::lsp::diagnostics::{LspDiagnostic, PUBLISHED_BYTES_PER_DIAGNOSTIC, Publish};
-use culint::lsp::outbox::notification_frame;
+use culint::lsp::diagnostics::publish_frame;
 use culint::lsp::position::PositionEncoding;
 use culint::lsp::session::OpenDocument;
 use culint::parse::parse;
 use culint::project::ProjectIndex;
 use culint::text::TextRange;
 use tower_lsp_server::ls_types::Uri;
-use tower_lsp_server::ls_types::notification::{Notification, PublishDiagnostics};
 
 /// One keystroke: a byte range of the text as it is before the keystroke, and what replaces it.
 struct Keystroke {
@@ -123,8 +121,8 @@ fn main() {
     let cache = StatementCache::default();
     println!("{path}: {} lines, {} diagnostics when opened", text.lines().count(), opening.len());
 
-    let (mut edit, mut linting, mut convert, mut serialize, mut total) =
-        (Phase::default(), Phase::default(), Phase::default(), Phase::default(), Phase::default());
+    let (mut edit, mut linting, mut framing, mut total) =
+        (Phase::default(), Phase::default(), Phase::default(), Phase::default());
     let mut published_bytes = 0;
     for (n, keystroke) in keystrokes(&text, count).iter().enumerate() {
         let version = n as i32 + 2;
@@ -134,23 +132,22 @@ fn main() {
         let tree = buffer.tree().clone();
         let edited = Instant::now();
         let current = buffer.document().text();
-        // On rayon's pool, as the server runs a lint: its parallel parts then start there.
-        let diagnostics = rayon::scope(|_| lint_again(current, &tree, context, &settings, &cache));
-        let linted = Instant::now();
         let mapper = buffer.positions(PositionEncoding::Utf16);
-        let items = diagnostics.iter().map(|d| LspDiagnostic::of(d, &mapper, &uri, version)).collect();
-        let converted = Instant::now();
-        let size_hint = 256 + PUBLISHED_BYTES_PER_DIAGNOSTIC * diagnostics.len();
-        let params = Publish { uri: &uri, diagnostics: items, version: Some(version) };
-        let frame = notification_frame(PublishDiagnostics::METHOD, &params, size_hint).expect("diagnostics serialize");
+        // On rayon's pool, as the server runs a lint and frames its publish: the lint's parallel
+        // parts then start there.
+        let (diagnostics, linted, frame) = rayon::scope(|_| {
+            let diagnostics = lint_again(current, &tree, context, &settings, &cache);
+            let linted = Instant::now();
+            let frame = publish_frame(&uri, version, &diagnostics, &mapper).expect("diagnostics serialize");
+            (diagnostics, linted, frame)
+        });
+        let framed = Instant::now();
         published_bytes = frame.len();
-        drop((params, frame));
-        let serialized = Instant::now();
+        drop(frame);
         edit.0.push(edited - started);
         linting.0.push(linted - edited);
-        convert.0.push(converted - linted);
-        serialize.0.push(serialized - converted);
-        total.0.push(serialized - started);
+        framing.0.push(framed - linted);
+        total.0.push(framed - started);
         if verify {
             let fresh = lint(current, &parse(current, None), context, &settings);
             let describe =
@@ -161,7 +158,6 @@ fn main() {
     println!("{count} keystrokes, {published_bytes} bytes published on the last");
     edit.report("edit and reparse");
     linting.report("lint_again");
-    convert.report("convert to LSP");
-    serialize.report("frame the notification");
+    framing.report("convert and frame the publish");
     total.report("total");
 }

@@ -6,12 +6,11 @@ use std::sync::Arc;
 
 use tower_lsp_server::Client;
 use tower_lsp_server::jsonrpc;
-use tower_lsp_server::ls_types::notification::{Notification, PublishDiagnostics};
 use tower_lsp_server::ls_types::{MessageType, Uri};
 
 use crate::diagnostic::Diagnostic;
 use crate::lint::{LintContext, lint, lint_again};
-use crate::lsp::diagnostics::{LspDiagnostic, PUBLISHED_BYTES_PER_DIAGNOSTIC, Publish};
+use crate::lsp::diagnostics::{Publish, publish_frame};
 use crate::lsp::log;
 use crate::lsp::outbox::Outbox;
 use crate::lsp::session::{SharedSession, Snapshot};
@@ -115,21 +114,40 @@ impl ServerContext {
     /// Lint the document as it is now, unless a fresh result is cached. `None` when the document
     /// changed (or closed) while it was being linted: such a result must not be shown.
     pub async fn lint_current(&self, uri: &Uri) -> jsonrpc::Result<Option<(Snapshot, Arc<Vec<Diagnostic>>)>> {
-        let snapshot = {
+        let linted = self.lint_current_then(uri, |_, _| ()).await?;
+        Ok(linted.map(|(snapshot, diagnostics, ())| (snapshot, diagnostics)))
+    }
+
+    /// [`ServerContext::lint_current`], with what `then` makes of the result, made on the lint's
+    /// thread right after it: the findings are still in that core's cache, and the async
+    /// threads, which wait on a hand-over to start, get less to do.
+    async fn lint_current_then<T: Send + 'static>(
+        &self,
+        uri: &Uri,
+        then: impl FnOnce(&Snapshot, &[Diagnostic]) -> T + Send + 'static,
+    ) -> jsonrpc::Result<Option<(Snapshot, Arc<Vec<Diagnostic>>, T)>> {
+        let (snapshot, cached) = {
             let session = self.session.lock();
             let Some(snapshot) = session.snapshot(uri) else { return Err(unknown_document(uri)) };
-            if let Some(result) = session.fresh_result(uri) {
-                return Ok(Some((snapshot, result.diagnostics)));
-            }
-            snapshot
+            (snapshot, session.fresh_result(uri))
         };
+        if let Some(result) = cached {
+            let made = then(&snapshot, &result.diagnostics);
+            return Ok(Some((snapshot, result.diagnostics, made)));
+        }
         if let Some(problem) = &snapshot.config_problem {
             self.report_problem(problem).await;
         }
         let input = snapshot.clone();
-        let diagnostics = Arc::new(self.computing("lint", move || lint_snapshot(&input)).await?);
+        let (diagnostics, made) = self
+            .computing("lint", move || {
+                let diagnostics = Arc::new(lint_snapshot(&input));
+                let made = then(&input, &diagnostics);
+                (diagnostics, made)
+            })
+            .await?;
         let stored = self.session.lock().store(&snapshot, diagnostics.clone());
-        Ok(stored.then_some((snapshot, diagnostics)))
+        Ok(stored.then_some((snapshot, diagnostics, made)))
     }
 
     /// Lint a document in the background and push the result, if it is still current when done.
@@ -140,27 +158,25 @@ impl ServerContext {
     }
 
     async fn publish(&self, uri: &Uri) {
-        // A newer edit makes this run pointless before it starts; skip the work entirely.
-        let Ok(Some((snapshot, diagnostics))) = self.lint_current(uri).await else { return };
-        let _order = self.publish_lock.lock().await;
-        if !self.session.lock().is_current(&snapshot) {
-            return;
-        }
         let encoding = self.session.lock().features.encoding;
-        let mapper = snapshot.positions(encoding);
-        let items = diagnostics.iter().map(|d| LspDiagnostic::of(d, &mapper, uri, snapshot.version)).collect();
-        self.send_diagnostics(Publish { uri, diagnostics: items, version: Some(snapshot.version) }).await;
+        let target = uri.clone();
+        let frame = move |snapshot: &Snapshot, diagnostics: &[Diagnostic]| {
+            publish_frame(&target, snapshot.version, diagnostics, &snapshot.positions(encoding))
+        };
+        // A newer edit makes this run pointless before it starts; skip the work entirely.
+        let Ok(Some((snapshot, _, Some(frame)))) = self.lint_current_then(uri, frame).await else { return };
+        let _order = self.publish_lock.lock().await;
+        if self.session.lock().is_current(&snapshot) {
+            self.outbox.send(frame).await;
+        }
     }
 
     /// Withdraw pushed diagnostics (the document was closed), in order with pending publishes.
     pub async fn clear_diagnostics(&self, uri: Uri) {
         let _order = self.publish_lock.lock().await;
-        self.send_diagnostics(Publish { uri: &uri, diagnostics: Vec::new(), version: None }).await;
-    }
-
-    async fn send_diagnostics(&self, publish: Publish<'_>) {
-        let size_hint = 256 + PUBLISHED_BYTES_PER_DIAGNOSTIC * publish.diagnostics.len();
-        self.outbox.notify(<PublishDiagnostics as Notification>::METHOD, &publish, size_hint).await;
+        if let Some(frame) = (Publish { uri: &uri, diagnostics: Vec::new(), version: None }).frame() {
+            self.outbox.send(frame).await;
+        }
     }
 
     /// After settings, configuration files or hardware facts changed: reload the configuration,

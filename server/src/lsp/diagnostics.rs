@@ -10,8 +10,11 @@ use tower_lsp_server::ls_types::{
     self as lsp, CodeDescription, DiagnosticRelatedInformation, DiagnosticTag, Location, NumberOrString, Range, Uri,
 };
 
+use tower_lsp_server::ls_types::notification::{Notification, PublishDiagnostics};
+
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::fix::{Applicability, Edit, Fix};
+use crate::lsp::outbox::logged_notification_frame;
 use crate::lsp::position::PositionMapper;
 use crate::text::TextRange;
 
@@ -169,6 +172,27 @@ pub struct Publish<'a> {
     pub diagnostics: Vec<LspDiagnostic<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub version: Option<i32>,
+}
+
+impl Publish<'_> {
+    /// The `textDocument/publishDiagnostics` notification as it goes over the wire, or `None`
+    /// (with the reason in the server's log) when it cannot be encoded.
+    pub fn frame(&self) -> Option<Vec<u8>> {
+        let size_hint = 256 + PUBLISHED_BYTES_PER_DIAGNOSTIC * self.diagnostics.len();
+        logged_notification_frame(<PublishDiagnostics as Notification>::METHOD, self, size_hint)
+    }
+}
+
+/// The frame that pushes `diagnostics`, found in `version` of the document at `uri`, to the
+/// client: their positions as `mapper` counts them.
+pub fn publish_frame(
+    uri: &Uri,
+    version: i32,
+    diagnostics: &[Diagnostic],
+    mapper: &PositionMapper<'_>,
+) -> Option<Vec<u8>> {
+    let items = diagnostics.iter().map(|d| LspDiagnostic::of(d, mapper, uri, version)).collect();
+    Publish { uri, diagnostics: items, version: Some(version) }.frame()
 }
 
 /// The protocol's owned diagnostic, for responses that go out through tower-lsp-server.

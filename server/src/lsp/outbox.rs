@@ -8,7 +8,7 @@
 //!
 //! Frames never interleave. The transport encodes a whole message into its buffer before writing
 //! any of it, and [`TransportOutput`] always takes the whole buffer, so each write it receives
-//! is a run of whole frames; [`Outbox::notify`] queues whole frames too. One task writes the
+//! is a run of whole frames; [`Outbox::send`] takes whole frames too. One task writes the
 //! queue out in order. The queue is bounded: a client that reads slowly holds the server back,
 //! as stdout did when the transport wrote to it itself, rather than letting frames pile up.
 
@@ -47,15 +47,19 @@ impl Outbox {
         (Outbox { queue: queue.clone() }, TransportOutput { queue: PollSender::new(queue) })
     }
 
-    /// Send a notification, whose JSON takes about `size_hint` bytes, once the queue has room.
-    /// Nothing is sent once the client has stopped reading.
-    pub async fn notify<P: Serialize>(&self, method: &str, params: &P, size_hint: usize) {
-        match notification_frame(method, params, size_hint) {
-            // A closed queue means the session is over: there is no one left to tell.
-            Ok(frame) => drop(self.queue.send(frame).await),
-            Err(error) => super::log::write(&format!("culint: cannot encode a {method} notification: {error}")),
-        }
+    /// Send a whole frame (see [`notification_frame`]) once the queue has room. Nothing is sent
+    /// once the client has stopped reading.
+    pub async fn send(&self, frame: Vec<u8>) {
+        // A closed queue means the session is over: there is no one left to tell.
+        drop(self.queue.send(frame).await);
     }
+}
+
+/// [`notification_frame`], or `None` with the reason in the server's log.
+pub fn logged_notification_frame<P: Serialize>(method: &str, params: &P, size_hint: usize) -> Option<Vec<u8>> {
+    notification_frame(method, params, size_hint)
+        .inspect_err(|error| super::log::write(&format!("culint: cannot encode a {method} notification: {error}")))
+        .ok()
 }
 
 /// A notification as it goes over the wire: its header, then its JSON, which takes about
@@ -122,7 +126,7 @@ mod tests {
         let (server_side, mut client_side) = tokio::io::duplex(16);
         let (outbox, mut transport) = Outbox::start(server_side);
         transport.write_all(b"Content-Length: 2\r\n\r\n{}").await.unwrap();
-        outbox.notify("a/b", &[1, 2], 0).await;
+        outbox.send(notification_frame("a/b", &[1, 2], 0).unwrap()).await;
         transport.write_all(b"Content-Length: 4\r\n\r\nnull").await.unwrap();
         drop((outbox, transport));
         let mut received = String::new();
@@ -140,7 +144,7 @@ mod tests {
         let (server_side, client_side) = tokio::io::duplex(16);
         drop(client_side);
         let (outbox, mut transport) = Outbox::start(server_side);
-        outbox.notify("a/b", &(), 0).await;
+        outbox.send(notification_frame("a/b", &(), 0).unwrap()).await;
         // The writer task sees the closed pipe and stops; the transport's next write fails.
         let mut failed = false;
         for _ in 0..100 {
@@ -161,7 +165,7 @@ mod tests {
         let frames = QUEUED_FRAMES * 4;
         let sending = tokio::spawn(async move {
             for i in 0..frames {
-                outbox.notify("a/b", &i, 0).await;
+                outbox.send(notification_frame("a/b", &i, 0).unwrap()).await;
             }
         });
         // Nothing reads: the queue fills and the sender waits.
