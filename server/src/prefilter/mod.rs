@@ -321,8 +321,20 @@ pub enum Enclosing<'a> {
     Unknown,
 }
 
-const COMPOUND_KEYWORDS: &[&str] =
-    &["if", "elif", "else", "for", "while", "with", "try", "except", "finally", "async", "match", "case"];
+/// Whether a line of code starts with a keyword that heads a compound statement other than
+/// `def` and `class`. Read as the line's first word, once, rather than trying each keyword: the
+/// scans ask it of every line they pass.
+fn starts_a_compound_statement(code: &str) -> bool {
+    matches!(
+        first_word(code),
+        "if" | "elif" | "else" | "for" | "while" | "with" | "try" | "except" | "finally" | "async" | "match" | "case"
+    )
+}
+
+/// The name a line of code starts with; empty when it starts with anything else.
+fn first_word(code: &str) -> &str {
+    &code[..code.find(|c: char| !is_name_char(c)).unwrap_or(code.len())]
+}
 
 /// The function whose body holds the statement on the line starting at `line_start`. Walks back
 /// over lines, following the indentation outwards, and gives up ([`Enclosing::Unknown`]) at
@@ -331,8 +343,7 @@ pub fn enclosing_function(text: &str, line_start: usize) -> Enclosing<'_> {
     let own_line = text[line_start..].trim_start_matches([' ', '\t']);
     // `def forward(self, x): self.h = x` and `if x: self.h = x` put the statement on the
     // header's own line.
-    if def_name(own_line).is_some() || ["class"].iter().chain(COMPOUND_KEYWORDS).any(|k| starts_with_word(own_line, k))
-    {
+    if def_name(own_line).is_some() || first_word(own_line) == "class" || starts_a_compound_statement(own_line) {
         return Enclosing::Unknown;
     }
     let mut threshold = indentation(&text[line_start..]);
@@ -369,7 +380,7 @@ pub fn enclosing_function(text: &str, line_start: usize) -> Enclosing<'_> {
         }
         let header = code.split('#').next().unwrap_or(code).trim_end();
         // `if (` opens a header that a later `):` line closes.
-        if (header.ends_with(':') || opens_header) && COMPOUND_KEYWORDS.iter().any(|k| starts_with_word(code, k)) {
+        if (header.ends_with(':') || opens_header) && starts_a_compound_statement(code) {
             threshold = indent;
         } else if header.ends_with(':') && code.starts_with([')', ']']) {
             open_header = Some(indent);
