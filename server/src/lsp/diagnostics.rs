@@ -6,11 +6,10 @@
 use std::sync::LazyLock;
 
 use serde::{Deserialize, Serialize};
+use tower_lsp_server::ls_types::notification::{Notification, PublishDiagnostics};
 use tower_lsp_server::ls_types::{
     self as lsp, CodeDescription, DiagnosticRelatedInformation, DiagnosticTag, Location, NumberOrString, Range, Uri,
 };
-
-use tower_lsp_server::ls_types::notification::{Notification, PublishDiagnostics};
 
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::fix::{Applicability, Edit, Fix};

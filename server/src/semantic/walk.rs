@@ -89,6 +89,7 @@ impl WalkCache {
     /// Forget every statement (a buffer that went idle gives its memory back).
     pub fn clear(&self) {
         self.statements.clear();
+        *self.lengths.lock().unwrap_or_else(PoisonError::into_inner) = ListLengths::default();
     }
 }
 
