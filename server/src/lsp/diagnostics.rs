@@ -92,7 +92,7 @@ impl DiagnosticData {
 
 /// About what a publish takes per diagnostic, as JSON: a little more than the 630 bytes the
 /// benchmark script's diagnostics take on average, so its buffer need not grow as it is written.
-pub const PUBLISHED_BYTES_PER_DIAGNOSTIC: usize = 700;
+const PUBLISHED_BYTES_PER_DIAGNOSTIC: usize = 700;
 
 pub fn rule_url(code: &str) -> Option<Uri> {
     format!("{RULE_DOCS_BASE_URL}{code}.md").parse().ok()

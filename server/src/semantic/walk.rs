@@ -25,9 +25,13 @@ pub struct WalkCache {
     statements: StatementMemory<WalkedStatement>,
     /// How much the last walk noted: the next one, of nearly the same text, reserves as much
     /// rather than growing its lists step by step.
-    sizes: std::sync::Mutex<Sizes>,
-    /// The same for each name's calls and assignments.
-    lengths: std::sync::Mutex<ListLengths>,
+    last_walk: std::sync::Mutex<LastWalk>,
+}
+
+#[derive(Default)]
+struct LastWalk {
+    sizes: Sizes,
+    lengths: ListLengths,
 }
 
 /// The lengths of what a walk notes.
@@ -89,7 +93,7 @@ impl WalkCache {
     /// Forget every statement (a buffer that went idle gives its memory back).
     pub fn clear(&self) {
         self.statements.clear();
-        *self.lengths.lock().unwrap_or_else(PoisonError::into_inner) = ListLengths::default();
+        *self.last_walk.lock().unwrap_or_else(PoisonError::into_inner) = LastWalk::default();
     }
 }
 
@@ -136,15 +140,13 @@ impl<'a> Model<'a> {
         let root = self.tree.root_node();
         self.top_level = statements.iter().copied().collect();
         // A cache in use by another lint of the same buffer (an older version's) is not waited for.
-        let Some(mut memory) = cache.and_then(|cache| cache.statements.open(self.tree)) else {
+        let Some((cache, mut memory)) = cache.and_then(|cache| Some((cache, cache.statements.open(self.tree)?))) else {
             self.mentions_cuda = self.walk_subtree(root, None, &ListLengths::default());
             return;
         };
-        let sizes = cache.map_or_else(Sizes::default, |c| *c.sizes.lock().unwrap_or_else(PoisonError::into_inner));
+        let LastWalk { sizes, lengths } =
+            std::mem::take(&mut *cache.last_walk.lock().unwrap_or_else(PoisonError::into_inner));
         self.reserve(sizes);
-        let lengths = cache
-            .map(|c| std::mem::take(&mut *c.lengths.lock().unwrap_or_else(PoisonError::into_inner)))
-            .unwrap_or_default();
         for &statement in statements {
             let mentions_cuda = if let Some((walked, placer)) = memory.recall(statement) {
                 self.replay(&walked, &placer, &lengths);
@@ -160,10 +162,8 @@ impl<'a> Model<'a> {
             };
             self.mentions_cuda |= mentions_cuda;
         }
-        if let Some(cache) = cache {
-            *cache.sizes.lock().unwrap_or_else(PoisonError::into_inner) = self.sizes();
-            *cache.lengths.lock().unwrap_or_else(PoisonError::into_inner) = ListLengths::of(self);
-        }
+        *cache.last_walk.lock().unwrap_or_else(PoisonError::into_inner) =
+            LastWalk { sizes: self.sizes(), lengths: ListLengths::of(self) };
     }
 
     fn reserve(&mut self, sizes: Sizes) {
