@@ -138,7 +138,7 @@ fn main() {
         let (diagnostics, linted, frame) = rayon::scope(|_| {
             let diagnostics = lint_again(current, &tree, context, &settings, &cache);
             let linted = Instant::now();
-            let frame = publish_frame(&uri, version, &diagnostics, &mapper).expect("diagnostics serialize");
+            let frame = publish_frame(&uri, version, &diagnostics, &mapper);
             (diagnostics, linted, frame)
         });
         let framed = Instant::now();

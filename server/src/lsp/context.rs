@@ -164,7 +164,7 @@ impl ServerContext {
             publish_frame(&target, snapshot.version, diagnostics, &snapshot.positions(encoding))
         };
         // A newer edit makes this run pointless before it starts; skip the work entirely.
-        let Ok(Some((snapshot, _, Some(frame)))) = self.lint_current_then(uri, frame).await else { return };
+        let Ok(Some((snapshot, _, frame))) = self.lint_current_then(uri, frame).await else { return };
         let _order = self.publish_lock.lock().await;
         if self.session.lock().is_current(&snapshot) {
             self.outbox.send(frame).await;
@@ -174,9 +174,7 @@ impl ServerContext {
     /// Withdraw pushed diagnostics (the document was closed), in order with pending publishes.
     pub async fn clear_diagnostics(&self, uri: Uri) {
         let _order = self.publish_lock.lock().await;
-        if let Some(frame) = (Publish { uri: &uri, diagnostics: Vec::new(), version: None }).frame() {
-            self.outbox.send(frame).await;
-        }
+        self.outbox.send(Publish { uri: &uri, diagnostics: Vec::new(), version: None }.frame()).await;
     }
 
     /// After settings, configuration files or hardware facts changed: reload the configuration,

@@ -13,7 +13,8 @@ use tower_lsp_server::ls_types::{
 
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::fix::{Applicability, Edit, Fix};
-use crate::lsp::outbox::logged_notification_frame;
+use crate::lsp::json_text::JsonText;
+use crate::lsp::outbox::frame;
 use crate::lsp::position::PositionMapper;
 use crate::text::TextRange;
 
@@ -103,40 +104,20 @@ pub fn rule_url(code: &str) -> Option<Uri> {
 static RULE_URLS: LazyLock<Vec<Option<Uri>>> =
     LazyLock::new(|| crate::rules::RULES.iter().map(|rule| rule_url(rule.code)).collect());
 
-/// A diagnostic as the protocol has it, borrowed from the engine's: what a publish writes out,
-/// field for field what [`to_lsp`] makes of it, without copying every string first.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
+/// A diagnostic as the protocol has it, borrowed from the engine's: what a publish writes out
+/// ([`LspDiagnostic::write`]) and [`to_lsp`] makes into the protocol's own type, without copying
+/// every string first.
 pub struct LspDiagnostic<'a> {
     range: Range,
-    severity: lsp::DiagnosticSeverity,
+    severity: Severity,
     code: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    code_description: Option<Href<'a>>,
-    source: &'static str,
+    rule_page: Option<&'a Uri>,
     message: &'a str,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    related_information: Vec<RelatedAt<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tags: Option<[DiagnosticTag; 1]>,
-    data: WrittenData<'a>,
-}
-
-#[derive(Serialize)]
-struct Href<'a> {
-    href: &'a Uri,
-}
-
-#[derive(Serialize)]
-struct RelatedAt<'a> {
-    location: At<'a>,
-    message: &'a str,
-}
-
-#[derive(Serialize)]
-struct At<'a> {
+    related: Vec<(Range, &'a str)>,
+    /// The document the related ranges lie in.
     uri: &'a Uri,
-    range: Range,
+    deprecated: bool,
+    data: WrittenData<'a>,
 }
 
 impl<'a> LspDiagnostic<'a> {
@@ -145,51 +126,104 @@ impl<'a> LspDiagnostic<'a> {
             crate::rules::by_code(diagnostic.code).and_then(|rule| RULE_URLS[crate::rules::index_of(rule)].as_ref());
         LspDiagnostic {
             range: mapper.range(diagnostic.range),
-            severity: severity(diagnostic.severity),
+            severity: diagnostic.severity,
             code: diagnostic.code,
-            code_description: rule_page.map(|href| Href { href }),
-            source: SOURCE,
+            rule_page,
             message: &diagnostic.message,
-            related_information: diagnostic
-                .related
-                .iter()
-                .map(|related| RelatedAt {
-                    location: At { uri, range: mapper.range(related.range) },
-                    message: &related.message,
-                })
-                .collect(),
-            tags: diagnostic.deprecated.then_some([DiagnosticTag::DEPRECATED]),
+            related: diagnostic.related.iter().map(|r| (mapper.range(r.range), r.message.as_str())).collect(),
+            uri,
+            deprecated: diagnostic.deprecated,
             data: WrittenData { version, fix: diagnostic.fix.as_ref() },
         }
+    }
+
+    /// The diagnostic as JSON, field for field what `serde_json` makes of [`to_lsp`]'s, except
+    /// that `data` is the array itself rather than its text (see [`DiagnosticData`]).
+    fn write(&self, json: &mut JsonText) {
+        json.raw(r#"{"range":"#);
+        write_range(json, &self.range);
+        json.raw(r#","severity":"#).number(severity_number(self.severity));
+        json.raw(r#","code":"#).string(self.code);
+        if let Some(page) = self.rule_page {
+            json.raw(r#","codeDescription":{"href":"#).string(page.as_str()).raw("}");
+        }
+        json.raw(r#","source":"#).string(SOURCE);
+        json.raw(r#","message":"#).string(self.message);
+        if !self.related.is_empty() {
+            json.raw(r#","relatedInformation":["#);
+            for (i, (range, message)) in self.related.iter().enumerate() {
+                json.raw(if i == 0 { "" } else { "," });
+                json.raw(r#"{"location":{"uri":"#).string(self.uri.as_str()).raw(r#","range":"#);
+                write_range(json, range);
+                json.raw(r#"},"message":"#).string(message).raw("}");
+            }
+            json.raw("]");
+        }
+        if self.deprecated {
+            json.raw(r#","tags":["#).number(DEPRECATED_TAG).raw("]");
+        }
+        json.raw(r#","data":"#);
+        self.data.write(json);
+        json.raw("}");
+    }
+}
+
+/// The protocol's number for the deprecated tag.
+const DEPRECATED_TAG: i32 = 2;
+
+fn write_range(json: &mut JsonText, range: &Range) {
+    json.raw(r#"{"start":{"line":"#).number(range.start.line);
+    json.raw(r#","character":"#).number(range.start.character);
+    json.raw(r#"},"end":{"line":"#).number(range.end.line);
+    json.raw(r#","character":"#).number(range.end.character).raw("}}");
+}
+
+impl WrittenData<'_> {
+    /// As [`WrittenData`]'s `Serialize` writes it.
+    fn write(&self, json: &mut JsonText) {
+        json.raw("[").number(self.version).raw(",");
+        let Some(fix) = self.fix else {
+            json.raw("null]");
+            return;
+        };
+        json.raw("[").string(&fix.title).raw(",").string(fix.applicability.as_str()).raw(",[");
+        for (i, edit) in fix.edits.iter().enumerate() {
+            json.raw(if i == 0 { "[" } else { ",[" });
+            json.number(edit.range.start).raw(",").number(edit.range.end).raw(",").string(&edit.content).raw("]");
+        }
+        json.raw("]]]");
     }
 }
 
 /// Diagnostics to push for one document, as `textDocument/publishDiagnostics` takes them.
-#[derive(Serialize)]
 pub struct Publish<'a> {
     pub uri: &'a Uri,
     pub diagnostics: Vec<LspDiagnostic<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub version: Option<i32>,
 }
 
 impl Publish<'_> {
-    /// The `textDocument/publishDiagnostics` notification as it goes over the wire, or `None`
-    /// (with the reason in the server's log) when it cannot be encoded.
-    pub fn frame(&self) -> Option<Vec<u8>> {
-        let size_hint = 256 + PUBLISHED_BYTES_PER_DIAGNOSTIC * self.diagnostics.len();
-        logged_notification_frame(<PublishDiagnostics as Notification>::METHOD, self, size_hint)
+    /// The `textDocument/publishDiagnostics` notification as it goes over the wire.
+    pub fn frame(&self) -> Vec<u8> {
+        let mut json = JsonText::with_capacity(256 + PUBLISHED_BYTES_PER_DIAGNOSTIC * self.diagnostics.len());
+        json.raw(r#"{"jsonrpc":"2.0","method":"#).string(<PublishDiagnostics as Notification>::METHOD);
+        json.raw(r#","params":{"uri":"#).string(self.uri.as_str()).raw(r#","diagnostics":["#);
+        for (i, diagnostic) in self.diagnostics.iter().enumerate() {
+            json.raw(if i == 0 { "" } else { "," });
+            diagnostic.write(&mut json);
+        }
+        json.raw("]");
+        if let Some(version) = self.version {
+            json.raw(r#","version":"#).number(version);
+        }
+        json.raw("}}");
+        frame(&json.into_bytes())
     }
 }
 
 /// The frame that pushes `diagnostics`, found in `version` of the document at `uri`, to the
 /// client: their positions as `mapper` counts them.
-pub fn publish_frame(
-    uri: &Uri,
-    version: i32,
-    diagnostics: &[Diagnostic],
-    mapper: &PositionMapper<'_>,
-) -> Option<Vec<u8>> {
+pub fn publish_frame(uri: &Uri, version: i32, diagnostics: &[Diagnostic], mapper: &PositionMapper<'_>) -> Vec<u8> {
     let items = diagnostics.iter().map(|d| LspDiagnostic::of(d, mapper, uri, version)).collect();
     Publish { uri, diagnostics: items, version: Some(version) }.frame()
 }
@@ -198,23 +232,34 @@ pub fn publish_frame(
 pub fn to_lsp(diagnostic: &Diagnostic, mapper: &PositionMapper<'_>, uri: &Uri, version: i32) -> lsp::Diagnostic {
     let wire = LspDiagnostic::of(diagnostic, mapper, uri, version);
     let related: Vec<DiagnosticRelatedInformation> = wire
-        .related_information
+        .related
         .into_iter()
-        .map(|related| DiagnosticRelatedInformation {
-            location: Location { uri: related.location.uri.clone(), range: related.location.range },
-            message: related.message.to_owned(),
+        .map(|(range, message)| DiagnosticRelatedInformation {
+            location: Location { uri: uri.clone(), range },
+            message: message.to_owned(),
         })
         .collect();
     lsp::Diagnostic {
         range: wire.range,
-        severity: Some(wire.severity),
+        severity: Some(severity(wire.severity)),
         code: Some(NumberOrString::String(wire.code.to_owned())),
-        code_description: wire.code_description.map(|page| CodeDescription { href: page.href.clone() }),
-        source: Some(wire.source.to_owned()),
+        code_description: wire.rule_page.map(|href| CodeDescription { href: href.clone() }),
+        source: Some(SOURCE.to_owned()),
         message: wire.message.to_owned(),
         related_information: (!related.is_empty()).then_some(related),
-        tags: wire.tags.map(Vec::from),
+        tags: wire.deprecated.then(|| vec![DiagnosticTag::DEPRECATED]),
         data: serde_json::to_string(&wire.data).ok().map(serde_json::Value::String),
+    }
+}
+
+/// The protocol's number for a severity: `DiagnosticSeverity`'s value, which that type keeps to
+/// itself.
+fn severity_number(severity: Severity) -> i32 {
+    match severity {
+        Severity::Error => 1,
+        Severity::Warning => 2,
+        Severity::Info => 3,
+        Severity::Hint => 4,
     }
 }
 
@@ -260,12 +305,43 @@ mod tests {
         }
     }
 
-    /// What a publish writes is, field for field, the protocol's diagnostic that pulled
-    /// diagnostics and code actions use: for every finding of the examples and the fixtures.
+    /// The JSON body of a frame, after checking its header.
+    fn body_of(frame: &[u8]) -> serde_json::Value {
+        let text = std::str::from_utf8(frame).unwrap();
+        let (header, body) = text.split_once("\r\n\r\n").unwrap();
+        assert_eq!(header, format!("Content-Length: {}", body.len()));
+        serde_json::from_str(body).unwrap()
+    }
+
+    /// The publish of `diagnostics` is, field for field, the protocol's notification with the
+    /// protocol's diagnostics, which pulled diagnostics and code actions use.
+    fn assert_published_as_the_protocol_has_them(text: &str, diagnostics: &[Diagnostic], what: &str) {
+        let uri: Uri = "file:///workspace/train.py".parse().unwrap();
+        let mapper = PositionMapper::new(text, PositionEncoding::Utf16);
+        let mut published = body_of(&publish_frame(&uri, 7, diagnostics, &mapper));
+        for diagnostic in published["params"]["diagnostics"].as_array_mut().unwrap() {
+            // The one difference: a push carries `data` as the array, a response as its text.
+            let data = serde_json::to_string(&diagnostic["data"]).unwrap();
+            diagnostic["data"] = serde_json::Value::String(data);
+        }
+        let owned = tower_lsp_server::ls_types::PublishDiagnosticsParams::new(
+            uri.clone(),
+            diagnostics.iter().map(|d| to_lsp(d, &mapper, &uri, 7)).collect(),
+            Some(7),
+        );
+        let expected = serde_json::json!({
+            "jsonrpc": "2.0",
+            "method": "textDocument/publishDiagnostics",
+            "params": serde_json::to_value(&owned).unwrap(),
+        });
+        assert_eq!(published, expected, "{what}");
+    }
+
+    /// For every finding of the examples and the fixtures, and for every severity, and strings
+    /// that need escapes.
     #[test]
     fn published_diagnostics_are_the_protocols_diagnostics() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-        let uri: Uri = "file:///workspace/train.py".parse().unwrap();
         let mut compared = 0;
         for folder in ["examples", "tests/fixtures"] {
             for entry in std::fs::read_dir(root.join(folder)).unwrap() {
@@ -276,22 +352,28 @@ mod tests {
                 let text = std::fs::read_to_string(&path).unwrap();
                 let tree = crate::parse::parse(&text, None);
                 let settings = crate::lint::LintSettings::default();
-                for diagnostic in crate::lint::lint(&text, &tree, crate::lint::LintContext::default(), &settings) {
-                    let mapper = PositionMapper::new(&text, PositionEncoding::Utf16);
-                    let mut published = serde_json::to_value(LspDiagnostic::of(&diagnostic, &mapper, &uri, 7)).unwrap();
-                    // The one difference: a push carries `data` as the array, a response as its text.
-                    let data = serde_json::to_string(&published["data"]).unwrap();
-                    published["data"] = serde_json::Value::String(data);
-                    let owned = serde_json::to_value(to_lsp(&diagnostic, &mapper, &uri, 7)).unwrap();
-                    assert_eq!(published, owned, "{}", path.display());
-                    compared += 1;
-                }
+                let diagnostics = crate::lint::lint(&text, &tree, crate::lint::LintContext::default(), &settings);
+                assert_published_as_the_protocol_has_them(&text, &diagnostics, &path.display().to_string());
+                compared += diagnostics.len();
             }
         }
         assert!(compared > 100, "only {compared} findings compared");
-        let publish = Publish { uri: &uri, diagnostics: Vec::new(), version: None };
+        let text = "# 混合精度\nimport torch\nwith torch.cuda.amp.autocast():\n    pass\n";
+        let mut varied = Vec::new();
+        for severity in [Severity::Error, Severity::Warning, Severity::Info, Severity::Hint] {
+            let mut diagnostic = sample(text);
+            diagnostic.severity = severity;
+            diagnostic.message = "say \"no\" to C:\\tmp\n\tthen \u{1} 🚀".to_owned();
+            varied.push(diagnostic);
+        }
+        let mut plain = sample(text);
+        (plain.fix, plain.related, plain.deprecated) = (None, Vec::new(), false);
+        varied.push(plain);
+        assert_published_as_the_protocol_has_them(text, &varied, "severities, escapes, no fix");
+        let uri: Uri = "file:///workspace/train.py".parse().unwrap();
+        let cleared = body_of(&Publish { uri: &uri, diagnostics: Vec::new(), version: None }.frame());
         let owned = tower_lsp_server::ls_types::PublishDiagnosticsParams::new(uri.clone(), Vec::new(), None);
-        assert_eq!(serde_json::to_value(&publish).unwrap(), serde_json::to_value(&owned).unwrap());
+        assert_eq!(cleared["params"], serde_json::to_value(&owned).unwrap());
     }
 
     #[test]

@@ -11,6 +11,7 @@ pub mod edits;
 pub mod framing;
 pub mod handlers;
 pub mod ignore_comment;
+mod json_text;
 pub mod log;
 pub mod outbox;
 pub mod position;

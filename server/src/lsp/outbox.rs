@@ -16,7 +16,6 @@ use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
-use serde::Serialize;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc::{Receiver, Sender, channel};
 use tokio_util::sync::PollSender;
@@ -47,7 +46,7 @@ impl Outbox {
         (Outbox { queue: queue.clone() }, TransportOutput { queue: PollSender::new(queue) })
     }
 
-    /// Send a whole frame (see [`notification_frame`]) once the queue has room. Nothing is sent
+    /// Send a whole frame (see [`frame`]) once the queue has room. Nothing is sent
     /// once the client has stopped reading.
     pub async fn send(&self, frame: Vec<u8>) {
         // A closed queue means the session is over: there is no one left to tell.
@@ -55,29 +54,13 @@ impl Outbox {
     }
 }
 
-/// [`notification_frame`], or `None` with the reason in the server's log.
-pub fn logged_notification_frame<P: Serialize>(method: &str, params: &P, size_hint: usize) -> Option<Vec<u8>> {
-    notification_frame(method, params, size_hint)
-        .inspect_err(|error| super::log::write(&format!("culint: cannot encode a {method} notification: {error}")))
-        .ok()
-}
-
-/// A notification as it goes over the wire: its header, then its JSON, which takes about
-/// `size_hint` bytes (a good guess spares copying a large one as it grows).
-pub fn notification_frame<P: Serialize>(method: &str, params: &P, size_hint: usize) -> serde_json::Result<Vec<u8>> {
-    #[derive(Serialize)]
-    struct Notification<'a, P> {
-        jsonrpc: &'static str,
-        method: &'a str,
-        params: &'a P,
-    }
-    let mut body = Vec::with_capacity(size_hint);
-    serde_json::to_writer(&mut body, &Notification { jsonrpc: "2.0", method, params })?;
+/// A message as it goes over the wire: its header, then its JSON `body`.
+pub fn frame(body: &[u8]) -> Vec<u8> {
     let header = format!("Content-Length: {}\r\n\r\n", body.len());
     let mut frame = Vec::with_capacity(header.len() + body.len());
     frame.extend_from_slice(header.as_bytes());
-    frame.extend_from_slice(&body);
-    Ok(frame)
+    frame.extend_from_slice(body);
+    frame
 }
 
 impl AsyncWrite for TransportOutput {
@@ -121,12 +104,17 @@ mod tests {
 
     use super::*;
 
+    fn notification(method: &str, params: impl serde::Serialize) -> Vec<u8> {
+        let message = serde_json::json!({"jsonrpc": "2.0", "method": method, "params": params});
+        frame(&serde_json::to_vec(&message).unwrap())
+    }
+
     #[tokio::test]
     async fn frames_from_both_writers_arrive_whole_and_in_order() {
         let (server_side, mut client_side) = tokio::io::duplex(16);
         let (outbox, mut transport) = Outbox::start(server_side);
         transport.write_all(b"Content-Length: 2\r\n\r\n{}").await.unwrap();
-        outbox.send(notification_frame("a/b", &[1, 2], 0).unwrap()).await;
+        outbox.send(notification("a/b", [1, 2])).await;
         transport.write_all(b"Content-Length: 4\r\n\r\nnull").await.unwrap();
         drop((outbox, transport));
         let mut received = String::new();
@@ -144,7 +132,7 @@ mod tests {
         let (server_side, client_side) = tokio::io::duplex(16);
         drop(client_side);
         let (outbox, mut transport) = Outbox::start(server_side);
-        outbox.send(notification_frame("a/b", &(), 0).unwrap()).await;
+        outbox.send(notification("a/b", ())).await;
         // The writer task sees the closed pipe and stops; the transport's next write fails.
         let mut failed = false;
         for _ in 0..100 {
@@ -165,7 +153,7 @@ mod tests {
         let frames = QUEUED_FRAMES * 4;
         let sending = tokio::spawn(async move {
             for i in 0..frames {
-                outbox.send(notification_frame("a/b", &i, 0).unwrap()).await;
+                outbox.send(notification("a/b", i)).await;
             }
         });
         // Nothing reads: the queue fills and the sender waits.
