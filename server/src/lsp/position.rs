@@ -178,7 +178,10 @@ impl<'a> PositionMapper<'a> {
         let line_start = self.line_starts[line];
         // An offset between `\r` and `\n` belongs to the line break; report it at the line end.
         let offset = offset.min(self.line_range(line).end.max(line_start));
-        let character = self.text[line_start..offset].chars().map(|c| self.encoding.width(c)).sum();
+        let before = &self.text[line_start..offset];
+        // ASCII is one unit a byte in every encoding, and nearly every line of code is ASCII.
+        let character =
+            if before.is_ascii() { before.len() as u32 } else { before.chars().map(|c| self.encoding.width(c)).sum() };
         Position { line: line as u32, character }
     }
 
