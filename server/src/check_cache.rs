@@ -108,9 +108,13 @@ impl CheckCache {
                 .then(|| Arc::new(KeptKinds { kinds: classified.kinds, reads: classified.reads }));
         }
         let statements = model.top_level();
-        for ((statement, keys), kinds) in statements.iter().zip(recalled.keys).zip(kinds) {
+        for (((statement, keys), kinds), last) in statements.iter().zip(recalled.keys).zip(kinds).zip(&recalled.kept) {
             let kinds = kinds.filter(|_| !statement.has_error());
-            recall.keep(*statement, ClassifiedLoops { keys, kinds });
+            // A statement recalled is kept as it was unless its kinds changed (see [`Recall::keep`]).
+            let unchanged = last.as_ref().is_some_and(|last| same_arc(&last.kinds, &kinds));
+            if !unchanged {
+                recall.keep(*statement, ClassifiedLoops { keys, kinds });
+            }
         }
     }
 
@@ -278,13 +282,32 @@ impl<'a> CheckSession<'_, 'a> {
         let keys = std::mem::take(&mut self.keys);
         for (index, ((statement, findings), keys)) in statements.iter().zip(kept).zip(keys).enumerate() {
             let findings = if statement.has_error() { Vec::new() } else { findings };
-            let len = match self.kept.recalled.get(index) {
-                Some(Some(recalled)) => recalled.len,
-                _ => statement.byte_range().len(),
-            };
-            self.recall.keep(*statement, CheckedStatement { keys, findings, len });
+            let last = self.kept.recalled.get(index).and_then(Option::as_ref);
+            // A statement recalled is kept as it was unless its findings changed (see
+            // [`Recall::keep`]): on most keystrokes none but the edited statement's do.
+            let unchanged = last.is_some_and(|last| {
+                last.findings.len() == findings.len()
+                    && last
+                        .findings
+                        .iter()
+                        .zip(&findings)
+                        .all(|((a, last), (b, now))| std::ptr::eq(*a, *b) && Arc::ptr_eq(last, now))
+            });
+            if !unchanged {
+                let len = last.map_or_else(|| statement.byte_range().len(), |last| last.len);
+                self.recall.keep(*statement, CheckedStatement { keys, findings, len });
+            }
         }
         *self.cache.facts.lock().unwrap_or_else(PoisonError::into_inner) = Some(self.kept.facts);
+    }
+}
+
+/// Whether two optional shares are of one value.
+fn same_arc<T>(a: &Option<Arc<T>>, b: &Option<Arc<T>>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+        (None, None) => true,
+        _ => false,
     }
 }
 

@@ -176,7 +176,8 @@ impl<'a, T> Recall<'_, 'a, T> {
         self.memory.statements.values().map(|value| &**value)
     }
 
-    /// Keep `value`, whose nodes were found in `statement` of this tree, for the next lint.
+    /// Keep `value`, whose nodes were found in `statement` of this tree, for the next lint. A
+    /// statement recalled is kept as it was without this: `value` replaces what it was.
     pub fn keep(&mut self, statement: Node<'a>, value: T) {
         if let Some(subtree) = subtree_of(statement) {
             self.seen.insert(subtree, Arc::new(value));
