@@ -1,5 +1,7 @@
 //! What a rule reports.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 use crate::fix::Fix;
@@ -39,12 +41,12 @@ impl Severity {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Related {
     pub range: TextRange,
-    pub message: String,
+    pub message: Arc<str>,
 }
 
 /// A finding. What it says of its rule (code, name, knowledge entry) is the rule's own text,
-/// borrowed rather than copied: a language server lints a large file on every keystroke and
-/// keeps hundreds of findings from one lint to the next.
+/// borrowed rather than copied, and its own texts are shared: a language server lints a large
+/// file on every keystroke and keeps hundreds of findings from one lint to the next.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Diagnostic {
     /// Rule code, such as `CUL101`.
@@ -52,7 +54,7 @@ pub struct Diagnostic {
     /// Rule name, such as `missing-set-device`.
     pub name: &'static str,
     pub range: TextRange,
-    pub message: String,
+    pub message: Arc<str>,
     pub severity: Severity,
     pub fix: Option<Fix>,
     /// Id of the linked entry in `knowledge/`, such as `cuda/oom-genuine`.
@@ -64,6 +66,6 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     pub fn fix_title(&self) -> Option<&str> {
-        self.fix.as_ref().map(|fix| fix.title.as_str())
+        self.fix.as_ref().map(|fix| &*fix.title)
     }
 }

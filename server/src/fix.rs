@@ -1,27 +1,30 @@
 //! Edits, fixes and the applier that turns a set of fixes into new text.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 use crate::text::TextRange;
 
-/// Replace `range` with `content`. An empty range inserts; empty content deletes.
+/// Replace `range` with `content`. An empty range inserts; empty content deletes. The text is
+/// shared, not copied, when a finding is kept from one lint to the next.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Edit {
     pub range: TextRange,
-    pub content: String,
+    pub content: Arc<str>,
 }
 
 impl Edit {
-    pub fn insertion(at: usize, content: impl Into<String>) -> Self {
+    pub fn insertion(at: usize, content: impl Into<Arc<str>>) -> Self {
         Self { range: TextRange::empty(at), content: content.into() }
     }
 
-    pub fn replacement(range: TextRange, content: impl Into<String>) -> Self {
+    pub fn replacement(range: TextRange, content: impl Into<Arc<str>>) -> Self {
         Self { range, content: content.into() }
     }
 
     pub fn deletion(range: TextRange) -> Self {
-        Self { range, content: String::new() }
+        Self { range, content: Arc::from("") }
     }
 }
 
@@ -50,7 +53,7 @@ impl Applicability {
 /// A set of edits that together resolve one diagnostic.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Fix {
-    pub title: String,
+    pub title: Arc<str>,
     pub applicability: Applicability,
     /// Sorted by range, non-overlapping.
     pub edits: Vec<Edit>,
@@ -69,21 +72,21 @@ impl Fix {
                 .all(|(a, b)| a.content == b.content && a.range.len() == b.range.len())
     }
 
-    pub fn new(title: impl Into<String>, applicability: Applicability, mut edits: Vec<Edit>) -> Self {
+    pub fn new(title: impl Into<Arc<str>>, applicability: Applicability, mut edits: Vec<Edit>) -> Self {
         edits.sort();
         edits.dedup();
         Self { title: title.into(), applicability, edits }
     }
 
-    pub fn safe(title: impl Into<String>, edits: Vec<Edit>) -> Self {
+    pub fn safe(title: impl Into<Arc<str>>, edits: Vec<Edit>) -> Self {
         Self::new(title, Applicability::Safe, edits)
     }
 
-    pub fn unsafe_edits(title: impl Into<String>, edits: Vec<Edit>) -> Self {
+    pub fn unsafe_edits(title: impl Into<Arc<str>>, edits: Vec<Edit>) -> Self {
         Self::new(title, Applicability::Unsafe, edits)
     }
 
-    pub fn display_only(title: impl Into<String>, edits: Vec<Edit>) -> Self {
+    pub fn display_only(title: impl Into<Arc<str>>, edits: Vec<Edit>) -> Self {
         Self::new(title, Applicability::DisplayOnly, edits)
     }
 

@@ -149,7 +149,7 @@ impl<'m, 'a> Checker<'m, 'a> {
 
     /// Report a finding of the current rule on `range`; returns it so a fix or related
     /// information can be attached.
-    pub fn report(&mut self, range: TextRange, message: impl Into<String>) -> &mut Diagnostic {
+    pub fn report(&mut self, range: TextRange, message: impl Into<Arc<str>>) -> &mut Diagnostic {
         self.diagnostics.push(Diagnostic {
             code: self.rule.code,
             name: self.rule.name,
@@ -185,7 +185,7 @@ impl<'m, 'a> Checker<'m, 'a> {
         !self.diagnostics.is_empty()
     }
 
-    pub fn report_node(&mut self, node: Node<'_>, message: impl Into<String>) -> &mut Diagnostic {
+    pub fn report_node(&mut self, node: Node<'_>, message: impl Into<Arc<str>>) -> &mut Diagnostic {
         self.report(TextRange::of(node), message)
     }
 }
@@ -196,7 +196,7 @@ impl Diagnostic {
         self
     }
 
-    pub fn with_related(&mut self, range: TextRange, message: impl Into<String>) -> &mut Self {
+    pub fn with_related(&mut self, range: TextRange, message: impl Into<Arc<str>>) -> &mut Self {
         self.related.push(Related { range, message: message.into() });
         self
     }
@@ -433,7 +433,7 @@ pub fn syntax_errors(tree: &Tree) -> Vec<Diagnostic> {
                 code: "syntax-error",
                 name: "syntax-error",
                 range: TextRange::of(node),
-                message,
+                message: message.into(),
                 severity: Severity::Error,
                 fix: None,
                 knowledge: None,

@@ -164,7 +164,7 @@ pub fn likely_causes(frames: &[LocalFrame], related_rules: &[String]) -> Vec<Cod
                 column: text[line_start..diagnostic.range.start].chars().count() + 1,
                 code: diagnostic.code,
                 name: diagnostic.name,
-                message: diagnostic.message,
+                message: diagnostic.message.to_string(),
                 near_frame_line: near,
             });
         }

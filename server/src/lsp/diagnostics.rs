@@ -59,10 +59,10 @@ impl Serialize for WrittenData<'_> {
         struct Edits<'a>(&'a [Edit]);
         impl Serialize for Edits<'_> {
             fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                serializer.collect_seq(self.0.iter().map(|e| (e.range.start, e.range.end, e.content.as_str())))
+                serializer.collect_seq(self.0.iter().map(|e| (e.range.start, e.range.end, &*e.content)))
             }
         }
-        let fix = self.fix.map(|fix| (fix.title.as_str(), fix.applicability, Edits(&fix.edits)));
+        let fix = self.fix.map(|fix| (&*fix.title, fix.applicability, Edits(&fix.edits)));
         (self.version, fix).serialize(serializer)
     }
 }
@@ -84,7 +84,7 @@ impl DiagnosticData {
                         (start <= end).then(|| Edit::replacement(TextRange::new(start, end), content))
                     })
                     .collect::<Option<Vec<Edit>>>()?;
-                Some(Fix { title, applicability, edits })
+                Some(Fix { title: title.into(), applicability, edits })
             }
         };
         Some(Self { version, fix })
@@ -130,7 +130,7 @@ impl<'a> LspDiagnostic<'a> {
             code: diagnostic.code,
             rule_page,
             message: &diagnostic.message,
-            related: diagnostic.related.iter().map(|r| (mapper.range(r.range), r.message.as_str())).collect(),
+            related: diagnostic.related.iter().map(|r| (mapper.range(r.range), &*r.message)).collect(),
             uri,
             deprecated: diagnostic.deprecated,
             data: WrittenData { version, fix: diagnostic.fix.as_ref() },
@@ -293,14 +293,14 @@ mod tests {
             code: "CUL303",
             name: "deprecated-cuda-amp",
             range: TextRange::new(start, start + "torch.cuda.amp.autocast()".len()),
-            message: "`torch.cuda.amp.autocast` is deprecated".to_owned(),
+            message: "`torch.cuda.amp.autocast` is deprecated".into(),
             severity: Severity::Warning,
             fix: Some(Fix::safe(
                 "Use `torch.amp.autocast(\"cuda\")`",
                 vec![Edit::replacement(TextRange::new(start, start + 14), "torch.amp")],
             )),
             knowledge: None,
-            related: vec![Related { range: TextRange::new(import, import + 12), message: "imported here".to_owned() }],
+            related: vec![Related { range: TextRange::new(import, import + 12), message: "imported here".into() }],
             deprecated: true,
         }
     }
@@ -363,7 +363,7 @@ mod tests {
         for severity in [Severity::Error, Severity::Warning, Severity::Info, Severity::Hint] {
             let mut diagnostic = sample(text);
             diagnostic.severity = severity;
-            diagnostic.message = "say \"no\" to C:\\tmp\n\tthen \u{1} 🚀".to_owned();
+            diagnostic.message = "say \"no\" to C:\\tmp\n\tthen \u{1} 🚀".into();
             varied.push(diagnostic);
         }
         let mut plain = sample(text);

@@ -14,7 +14,7 @@ use crate::lsp::session::Snapshot;
 use crate::text::TextRange;
 
 pub fn text_edits(edits: &[Edit], mapper: &PositionMapper<'_>) -> Vec<TextEdit> {
-    edits.iter().map(|edit| TextEdit { range: mapper.range(edit.range), new_text: edit.content.clone() }).collect()
+    edits.iter().map(|edit| TextEdit { range: mapper.range(edit.range), new_text: edit.content.to_string() }).collect()
 }
 
 /// Edits for one document. With a version (when the client supports versioned edits) the client
@@ -77,7 +77,7 @@ pub fn diff(old: &str, new: &str) -> Vec<Edit> {
         match edits.last_mut() {
             Some(last) if last.range.end == range.start => {
                 last.range.end = range.end;
-                last.content.push_str(&content);
+                last.content = format!("{}{content}", last.content).into();
             }
             _ => edits.push(Edit::replacement(range, content)),
         }

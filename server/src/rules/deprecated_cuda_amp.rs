@@ -414,7 +414,7 @@ fn merge_insertions(insertions: Vec<(usize, String)>) -> Vec<Edit> {
     let mut merged: Vec<Edit> = Vec::new();
     for (at, content) in insertions {
         match merged.last_mut() {
-            Some(last) if last.range.start == at => last.content.push_str(&content),
+            Some(last) if last.range.start == at => last.content = format!("{}{content}", last.content).into(),
             _ => merged.push(Edit::insertion(at, content)),
         }
     }

@@ -154,7 +154,7 @@ mod tests {
         let settings = LintSettings { rules: RuleSet::from_selectors(&["CUL103"]), hardware, ..Default::default() };
         let found = lint_text(SOURCE, LintContext::default(), &settings);
         let fix = found[0].fix.as_ref().expect("a display-only template");
-        (fix.applicability, fix.edits[0].content.clone())
+        (fix.applicability, fix.edits[0].content.to_string())
     }
 
     #[test]

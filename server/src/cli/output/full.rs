@@ -67,9 +67,7 @@ fn render_one(finding: &Located<'_>, path: &str, renderer: &Renderer) -> String 
     for related in &diagnostic.related {
         if related.range.start >= offset && related.range.end <= offset + source.len() {
             snippet = snippet.annotation(
-                AnnotationKind::Context
-                    .span(clamp(related.range, offset, source.len()))
-                    .label(related.message.as_str()),
+                AnnotationKind::Context.span(clamp(related.range, offset, source.len())).label(&*related.message),
             );
         }
     }
@@ -102,7 +100,7 @@ fn clamp(range: TextRange, offset: usize, len: usize) -> std::ops::Range<usize> 
 fn help_line(diagnostic: &Diagnostic) -> Option<String> {
     let fix = diagnostic.fix.as_ref()?;
     Some(match fix.applicability {
-        Applicability::Safe => fix.title.clone(),
+        Applicability::Safe => fix.title.to_string(),
         Applicability::Unsafe => format!("{} (unsafe fix: applied with `--fix --unsafe-fixes`)", fix.title),
         Applicability::DisplayOnly => format!("{} (suggestion only: never applied automatically)", fix.title),
     })

@@ -125,7 +125,7 @@ mod tests {
             code,
             name: "some-rule",
             range,
-            message: format!("{code} message"),
+            message: format!("{code} message").into(),
             severity: Severity::Warning,
             fix: None,
             knowledge: None,
