@@ -387,7 +387,7 @@ fn import_texts(model: &Model<'_>) -> Vec<ImportText> {
 /// statement starts; comments may share a statement's line.
 fn statements_own_their_lines(text: &str, top_level: &[Node<'_>]) -> bool {
     let mut last_row = None;
-    for node in top_level.iter().filter(|n| n.kind() != "comment") {
+    for node in top_level.iter().filter(|n| !crate::grammar_ids::COMMENT.contains(**n)) {
         let start = node.start_position();
         let line_start = start.column == 0 || (start.row == 0 && text.starts_with('\u{feff}') && start.column == 3);
         if !line_start || last_row.is_some_and(|row| row >= start.row) {

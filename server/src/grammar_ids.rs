@@ -58,6 +58,7 @@ kind_sets! {
     ARGUMENT_LIST = ["argument_list"];
     KEYWORD_ARGUMENT = ["keyword_argument"];
     WITH = ["with_statement"];
+    COMMENT = ["comment"];
 }
 
 /// Declares a `LazyLock<u16>` per field name of the grammar.
