@@ -46,8 +46,8 @@ impl Outbox {
         (Outbox { queue: queue.clone() }, TransportOutput { queue: PollSender::new(queue) })
     }
 
-    /// Send a whole frame (see [`frame`]) once the queue has room. Nothing is sent
-    /// once the client has stopped reading.
+    /// Send a whole frame (see [`frame`]) once the queue has room. Nothing is sent once the
+    /// client has stopped reading.
     pub async fn send(&self, frame: Vec<u8>) {
         // A closed queue means the session is over: there is no one left to tell.
         drop(self.queue.send(frame).await);
