@@ -12,6 +12,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex, OnceLock, PoisonError};
 
+use smallvec::SmallVec;
 use streaming_iterator::StreamingIterator;
 use tree_sitter::{Node, Query, QueryCursor, QueryMatch, Tree};
 
@@ -115,6 +116,9 @@ impl RuleQueries {
 #[derive(Default)]
 pub struct CandidateCache {
     statements: StatementMemory<CachedMatches>,
+    /// How many candidates each rule (by index into [`RULES`]) had at the last lint: the next
+    /// one, of nearly the same text, reserves as many rather than growing its lists step by step.
+    counts: Mutex<Vec<usize>>,
 }
 
 /// The matches of one top-level statement, for the rules they were found for (as indices into
@@ -135,6 +139,7 @@ impl CandidateCache {
     /// Forget every statement (a buffer that went idle gives its memory back).
     pub fn clear(&self) {
         self.statements.clear();
+        self.counts.lock().unwrap_or_else(PoisonError::into_inner).clear();
     }
 }
 
@@ -158,7 +163,11 @@ pub fn candidates_by_rule<'a>(
     let queries = RuleQueries::of(active);
     let slot_of_rule: Vec<Option<usize>> =
         RULES.iter().map(|rule| active.iter().position(|a| std::ptr::eq(*a, *rule))).collect();
-    let mut by_rule: Vec<Vec<Candidate<'a>>> = active.iter().map(|_| Vec::new()).collect();
+    let last_counts = cache
+        .map(|cache| std::mem::take(&mut *cache.counts.lock().unwrap_or_else(PoisonError::into_inner)))
+        .unwrap_or_default();
+    let mut by_rule: Vec<Vec<Candidate<'a>>> =
+        active.iter().map(|rule| Vec::with_capacity(last_counts.get(index_of(rule)).copied().unwrap_or(0))).collect();
     let mut add = |rule: usize, candidate: Candidate<'a>| {
         if let Some(slot) = slot_of_rule[rule] {
             by_rule[slot].push(candidate);
@@ -173,7 +182,7 @@ pub fn candidates_by_rule<'a>(
                 let recalled = memory.recall(statement).filter(|(cached, _)| cached.rules == rules);
                 if let Some((cached, placer)) = recalled {
                     for candidate in &cached.candidates {
-                        let captures: Vec<(&'a str, Node<'a>)> =
+                        let captures: SmallVec<[(&'a str, Node<'a>); 2]> =
                             candidate.captures.iter().map(|(name, kept)| (*name, placer.place(kept))).collect();
                         let node = captures[candidate.violation].1;
                         add(candidate.rule, Candidate { node, captures, statement: Some(index) });
@@ -200,6 +209,11 @@ pub fn candidates_by_rule<'a>(
                 sort_in_source_order(candidates, |candidate| candidate.node);
             }
         }
+    }
+    if let Some(cache) = cache {
+        let mut counts = vec![0; RULES.len()];
+        active.iter().zip(&by_rule).for_each(|(rule, candidates)| counts[index_of(rule)] = candidates.len());
+        *cache.counts.lock().unwrap_or_else(PoisonError::into_inner) = counts;
     }
     by_rule
 }

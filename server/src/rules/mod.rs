@@ -25,6 +25,7 @@ mod unknown_cuda_env_var;
 mod unscaled_gradient_accumulation;
 mod zero_grad_keeps_buffers;
 
+use smallvec::SmallVec;
 use tree_sitter::Node;
 
 use crate::diagnostic::Severity;
@@ -56,7 +57,9 @@ impl FixAvailability {
 /// A node a rule's query matched: the `@violation` capture plus its helper captures.
 pub struct Candidate<'t> {
     pub node: Node<'t>,
-    pub captures: Vec<(&'t str, Node<'t>)>,
+    /// Held in place: nearly every match has two captures, and a large file's lint places
+    /// thousands of matches.
+    pub captures: SmallVec<[(&'t str, Node<'t>); 2]>,
     /// The index of the top-level statement that holds the match, when the query was run
     /// statement by statement (see [`crate::semantic::Model::top_level`]).
     pub statement: Option<usize>,
