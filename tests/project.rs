@@ -312,7 +312,7 @@ fn changed_files_are_summarised_again_with_their_dependents() {
     assert!(found(project.lookup(Some(&main), "launch.start")).calls_set_device, "launch.py depends on dist.py");
 
     // An unsaved editor buffer takes the place of the file, and dropping it goes back to disk.
-    project.set_overlay(&dist, Some("def setup(rank):\n    return rank\n".into()));
+    project.set_overlay(&dist, Some(std::sync::Arc::new("def setup(rank):\n    return rank\n".to_owned())));
     assert!(!found(project.lookup(Some(&main), "dist.setup")).calls_set_device);
     assert!(!found(project.lookup(Some(&main), "launch.start")).calls_set_device);
     project.set_overlay(&dist, None);

@@ -14,11 +14,15 @@ use crate::parse::parse;
 use crate::text::TextRange;
 use crate::tree_reuse::settled;
 
+/// A buffer's text, shared with lint snapshots and the project index rather than copied. A
+/// `String` behind the `Arc`, not a `str`: an `Arc<str>` is made by copying the text once more
+/// after each edit, and on a large script that copy is a third of a megabyte a keystroke.
+pub type SharedText = Arc<String>;
+
 pub struct Document {
     rope: Rope,
-    /// The text as one string: the rules read contiguous text. Shared, not copied, with lint
-    /// snapshots and the project index.
-    text: Arc<str>,
+    /// The text as one string: the rules read contiguous text.
+    text: SharedText,
     /// `None` after [`Document::drop_tree`]: a syntax tree takes many times the memory of its
     /// text, so buffers that sit idle give theirs up and reparse when next needed.
     tree: Option<Tree>,
@@ -27,12 +31,12 @@ pub struct Document {
 
 impl Document {
     pub fn new(text: &str, version: i32) -> Self {
-        Self { rope: Rope::from_str(text), text: Arc::from(text), tree: Some(parse(text, None)), version }
+        Self { rope: Rope::from_str(text), text: Arc::new(text.to_owned()), tree: Some(parse(text, None)), version }
     }
 
     /// A document whose tree is parsed on first use.
     pub fn unparsed(text: &str, version: i32) -> Self {
-        Self { rope: Rope::from_str(text), text: Arc::from(text), tree: None, version }
+        Self { rope: Rope::from_str(text), text: Arc::new(text.to_owned()), tree: None, version }
     }
 
     pub fn version(&self) -> i32 {
@@ -62,7 +66,7 @@ impl Document {
         &self.text
     }
 
-    pub fn shared_text(&self) -> Arc<str> {
+    pub fn shared_text(&self) -> SharedText {
         Arc::clone(&self.text)
     }
 
@@ -101,7 +105,7 @@ impl Document {
             // The first edit of a buffer that had no tree: the next ones will reparse this tree.
             None => settled(&text, parse(&text, None)),
         });
-        self.text = Arc::from(text);
+        self.text = Arc::new(text);
     }
 
     pub fn set_version(&mut self, version: i32) {

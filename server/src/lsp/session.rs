@@ -14,7 +14,7 @@ use tree_sitter::Tree;
 
 use crate::config::{Overrides, Resolver};
 use crate::diagnostic::Diagnostic;
-use crate::document::Document;
+use crate::document::{Document, SharedText};
 use crate::fix::Applicability;
 use crate::hardware::HardwareFacts;
 use crate::knowledge::Lang;
@@ -97,7 +97,7 @@ pub struct Snapshot {
     pub version: i32,
     pub revision: u64,
     pub generation: u64,
-    pub text: Arc<str>,
+    pub text: SharedText,
     /// Where the lines of `text` start.
     pub lines: Arc<LineStarts>,
     /// The document's tree, unless the idle document gave it up; see [`Snapshot::tree`].
@@ -293,7 +293,7 @@ impl Session {
 
     /// Let the project's summaries see an open buffer instead of the file on disk (`None`: the
     /// buffer closed).
-    pub fn overlay(&self, uri: &Uri, text: Option<Arc<str>>) {
+    pub fn overlay(&self, uri: &Uri, text: Option<SharedText>) {
         if let Some(path) = path_of(uri) {
             self.project.set_overlay(&path, text);
         }

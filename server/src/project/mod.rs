@@ -26,6 +26,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
+use crate::document::SharedText;
 use crate::semantic::{FunctionSummary, names};
 use module::ModuleSummaries;
 use resolve::DottedName;
@@ -95,7 +96,7 @@ struct Shared {
     /// answer was read from.
     answers: Mutex<HashMap<AnswerKey, (ProjectLookup, Vec<PathBuf>)>>,
     /// Unsaved editor buffers, which take the place of the file on disk.
-    overlays: RwLock<HashMap<PathBuf, Arc<str>>>,
+    overlays: RwLock<HashMap<PathBuf, SharedText>>,
 }
 
 /// Function summaries made incomplete by an import cycle, keyed by module file and member, with
@@ -182,7 +183,7 @@ impl ProjectIndex {
 
     /// Use `text` in place of the file at `path` (an unsaved editor buffer), or go back to the
     /// file on disk with `None`.
-    pub fn set_overlay(&self, path: &Path, text: Option<Arc<str>>) {
+    pub fn set_overlay(&self, path: &Path, text: Option<SharedText>) {
         {
             let mut overlays = self.shared.overlays.write().unwrap_or_else(|poisoned| poisoned.into_inner());
             match text {
@@ -360,7 +361,7 @@ impl ProjectIndex {
         Some(String::from_utf8_lossy(&bytes).into_owned())
     }
 
-    fn overlay(&self, file: &Path) -> Option<Arc<str>> {
+    fn overlay(&self, file: &Path) -> Option<SharedText> {
         let overlays = self.shared.overlays.read().unwrap_or_else(|poisoned| poisoned.into_inner());
         overlays.get(file).cloned()
     }
