@@ -142,7 +142,7 @@ fn main() {
             (diagnostics, linted, frame)
         });
         let framed = Instant::now();
-        published_bytes = frame.len();
+        published_bytes = frame.as_bytes().len();
         drop(frame);
         edit.0.push(edited - started);
         linting.0.push(linted - edited);

@@ -14,7 +14,7 @@ use tower_lsp_server::ls_types::{
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::fix::{Applicability, Edit, Fix};
 use crate::lsp::json_text::JsonText;
-use crate::lsp::outbox::frame;
+use crate::lsp::outbox::Frame;
 use crate::lsp::position::PositionMapper;
 use crate::text::TextRange;
 
@@ -204,8 +204,8 @@ pub struct Publish<'a> {
 
 impl Publish<'_> {
     /// The `textDocument/publishDiagnostics` notification as it goes over the wire.
-    pub fn frame(&self) -> Vec<u8> {
-        let mut json = JsonText::with_capacity(256 + PUBLISHED_BYTES_PER_DIAGNOSTIC * self.diagnostics.len());
+    pub fn frame(&self) -> Frame {
+        let mut json = JsonText::after(Frame::buffer(256 + PUBLISHED_BYTES_PER_DIAGNOSTIC * self.diagnostics.len()));
         json.raw(r#"{"jsonrpc":"2.0","method":"#).string(<PublishDiagnostics as Notification>::METHOD);
         json.raw(r#","params":{"uri":"#).string(self.uri.as_str()).raw(r#","diagnostics":["#);
         for (i, diagnostic) in self.diagnostics.iter().enumerate() {
@@ -217,13 +217,13 @@ impl Publish<'_> {
             json.raw(r#","version":"#).number(version);
         }
         json.raw("}}");
-        frame(&json.into_bytes())
+        Frame::of_buffer(json.into_bytes())
     }
 }
 
 /// The frame that pushes `diagnostics`, found in `version` of the document at `uri`, to the
 /// client: their positions as `mapper` counts them.
-pub fn publish_frame(uri: &Uri, version: i32, diagnostics: &[Diagnostic], mapper: &PositionMapper<'_>) -> Vec<u8> {
+pub fn publish_frame(uri: &Uri, version: i32, diagnostics: &[Diagnostic], mapper: &PositionMapper<'_>) -> Frame {
     let items = diagnostics.iter().map(|d| LspDiagnostic::of(d, mapper, uri, version)).collect();
     Publish { uri, diagnostics: items, version: Some(version) }.frame()
 }
@@ -318,7 +318,7 @@ mod tests {
     fn assert_published_as_the_protocol_has_them(text: &str, diagnostics: &[Diagnostic], what: &str) {
         let uri: Uri = "file:///workspace/train.py".parse().unwrap();
         let mapper = PositionMapper::new(text, PositionEncoding::Utf16);
-        let mut published = body_of(&publish_frame(&uri, 7, diagnostics, &mapper));
+        let mut published = body_of(publish_frame(&uri, 7, diagnostics, &mapper).as_bytes());
         for diagnostic in published["params"]["diagnostics"].as_array_mut().unwrap() {
             // The one difference: a push carries `data` as the array, a response as its text.
             let data = serde_json::to_string(&diagnostic["data"]).unwrap();
@@ -371,7 +371,7 @@ mod tests {
         varied.push(plain);
         assert_published_as_the_protocol_has_them(text, &varied, "severities, escapes, no fix");
         let uri: Uri = "file:///workspace/train.py".parse().unwrap();
-        let cleared = body_of(&Publish { uri: &uri, diagnostics: Vec::new(), version: None }.frame());
+        let cleared = body_of(Publish { uri: &uri, diagnostics: Vec::new(), version: None }.frame().as_bytes());
         let owned = tower_lsp_server::ls_types::PublishDiagnosticsParams::new(uri.clone(), Vec::new(), None);
         assert_eq!(cleared["params"], serde_json::to_value(&owned).unwrap());
     }

@@ -10,8 +10,9 @@
 pub struct JsonText(Vec<u8>);
 
 impl JsonText {
-    pub fn with_capacity(bytes: usize) -> Self {
-        Self(Vec::with_capacity(bytes))
+    /// JSON text written after what `buffer` holds.
+    pub fn after(buffer: Vec<u8>) -> Self {
+        Self(buffer)
     }
 
     /// Text that is JSON already: punctuation, keys, literals.
@@ -116,7 +117,7 @@ mod tests {
             }
         }
         for sample in samples {
-            let mut json = JsonText::with_capacity(0);
+            let mut json = JsonText::after(Vec::new());
             json.string(&sample);
             let written = String::from_utf8(json.into_bytes()).unwrap();
             assert_eq!(written, serde_json::to_string(&sample).unwrap(), "{sample:?}");
@@ -125,7 +126,7 @@ mod tests {
 
     #[test]
     fn numbers_and_raw_text() {
-        let mut json = JsonText::with_capacity(8);
+        let mut json = JsonText::after(Vec::new());
         json.raw("[").number(0u32).raw(",").number(-7i32).raw(",").number(u32::MAX).raw("]");
         assert_eq!(json.into_bytes(), b"[0,-7,4294967295]");
     }

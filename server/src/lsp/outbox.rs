@@ -26,12 +26,12 @@ const QUEUED_FRAMES: usize = 64;
 /// Queues frames for the client.
 #[derive(Clone)]
 pub struct Outbox {
-    queue: Sender<Vec<u8>>,
+    queue: Sender<Frame>,
 }
 
 /// What tower-lsp-server writes to: it queues each write whole, once the queue has room.
 pub struct TransportOutput {
-    queue: PollSender<Vec<u8>>,
+    queue: PollSender<Frame>,
 }
 
 impl Outbox {
@@ -46,27 +46,57 @@ impl Outbox {
         (Outbox { queue: queue.clone() }, TransportOutput { queue: PollSender::new(queue) })
     }
 
-    /// Send a whole frame (see [`frame`]) once the queue has room. Nothing is sent once the
-    /// client has stopped reading.
-    pub async fn send(&self, frame: Vec<u8>) {
+    /// Send a frame once the queue has room. Nothing is sent once the client has stopped
+    /// reading.
+    pub async fn send(&self, frame: Frame) {
         // A closed queue means the session is over: there is no one left to tell.
         drop(self.queue.send(frame).await);
     }
 }
 
-/// A message as it goes over the wire: its header, then its JSON `body`.
-pub fn frame(body: &[u8]) -> Vec<u8> {
-    let header = format!("Content-Length: {}\r\n\r\n", body.len());
-    let mut frame = Vec::with_capacity(header.len() + body.len());
-    frame.extend_from_slice(header.as_bytes());
-    frame.extend_from_slice(body);
-    frame
+/// A message as it goes over the wire: its header, then its JSON body. The body is written
+/// behind room left for the header, so that a large one is not copied to put the header in
+/// front of it.
+pub struct Frame {
+    bytes: Vec<u8>,
+    /// Where the frame starts in `bytes`.
+    start: usize,
+}
+
+impl Frame {
+    /// Room for `Content-Length: `, any length's digits and the blank line after them.
+    const HEADER_ROOM: usize = 40;
+
+    /// A buffer to write a body of about `body_capacity` bytes into, after the room for its
+    /// header: the body's frame is [`Frame::of_buffer`].
+    pub fn buffer(body_capacity: usize) -> Vec<u8> {
+        let mut buffer = Vec::with_capacity(Self::HEADER_ROOM + body_capacity);
+        buffer.resize(Self::HEADER_ROOM, b' ');
+        buffer
+    }
+
+    /// The frame of the body written into `buffer`, which came from [`Frame::buffer`].
+    pub fn of_buffer(mut buffer: Vec<u8>) -> Self {
+        let header = format!("Content-Length: {}\r\n\r\n", buffer.len() - Self::HEADER_ROOM);
+        let start = Self::HEADER_ROOM - header.len();
+        buffer[start..Self::HEADER_ROOM].copy_from_slice(header.as_bytes());
+        Self { bytes: buffer, start }
+    }
+
+    /// Bytes that are whole frames already.
+    fn whole(bytes: Vec<u8>) -> Self {
+        Self { bytes, start: 0 }
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[self.start..]
+    }
 }
 
 impl AsyncWrite for TransportOutput {
     fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         let sent = match ready!(self.queue.poll_reserve(cx)) {
-            Ok(()) => self.queue.send_item(buf.to_vec()).map(|()| buf.len()),
+            Ok(()) => self.queue.send_item(Frame::whole(buf.to_vec())).map(|()| buf.len()),
             Err(closed) => Err(closed),
         };
         Poll::Ready(sent.map_err(|_| io::ErrorKind::BrokenPipe.into()))
@@ -83,13 +113,13 @@ impl AsyncWrite for TransportOutput {
 
 /// Write queued frames in order, flushing whenever the queue runs dry, until every sender is
 /// gone or the client stops reading.
-async fn write_out<O: AsyncWrite + Unpin>(mut output: O, mut queued: Receiver<Vec<u8>>) {
+async fn write_out<O: AsyncWrite + Unpin>(mut output: O, mut queued: Receiver<Frame>) {
     while let Some(frame) = queued.recv().await {
-        let mut written = output.write_all(&frame).await;
+        let mut written = output.write_all(frame.as_bytes()).await;
         while written.is_ok()
             && let Ok(frame) = queued.try_recv()
         {
-            written = output.write_all(&frame).await;
+            written = output.write_all(frame.as_bytes()).await;
         }
         if let Err(error) = written.and(output.flush().await) {
             super::log::write(&format!("culint: cannot write to the client: {error}"));
@@ -104,9 +134,23 @@ mod tests {
 
     use super::*;
 
-    fn notification(method: &str, params: impl serde::Serialize) -> Vec<u8> {
+    fn notification(method: &str, params: impl serde::Serialize) -> Frame {
         let message = serde_json::json!({"jsonrpc": "2.0", "method": method, "params": params});
-        frame(&serde_json::to_vec(&message).unwrap())
+        let mut buffer = Frame::buffer(0);
+        serde_json::to_writer(&mut buffer, &message).unwrap();
+        Frame::of_buffer(buffer)
+    }
+
+    /// The header is written into the room in front of the body, whatever the length's digits.
+    #[test]
+    fn a_frame_is_its_header_then_its_body() {
+        for length in [0, 9, 10, 99_999, 1_000_000] {
+            let mut buffer = Frame::buffer(length);
+            buffer.extend(std::iter::repeat_n(b'x', length));
+            let frame = Frame::of_buffer(buffer);
+            let expected = format!("Content-Length: {length}\r\n\r\n{}", "x".repeat(length));
+            assert_eq!(frame.as_bytes(), expected.as_bytes());
+        }
     }
 
     #[tokio::test]
