@@ -5,7 +5,7 @@
 
 use std::sync::LazyLock;
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use tower_lsp_server::ls_types::notification::{Notification, PublishDiagnostics};
 use tower_lsp_server::ls_types::{
     self as lsp, CodeDescription, DiagnosticRelatedInformation, DiagnosticTag, Location, NumberOrString, Range, Uri,
@@ -52,19 +52,6 @@ type WireFix = (String, Applicability, Vec<(usize, usize, String)>);
 struct WrittenData<'a> {
     version: i32,
     fix: Option<&'a Fix>,
-}
-
-impl Serialize for WrittenData<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        struct Edits<'a>(&'a [Edit]);
-        impl Serialize for Edits<'_> {
-            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                serializer.collect_seq(self.0.iter().map(|e| (e.range.start, e.range.end, &*e.content)))
-            }
-        }
-        let fix = self.fix.map(|fix| (&*fix.title, fix.applicability, Edits(&fix.edits)));
-        (self.version, fix).serialize(serializer)
-    }
 }
 
 impl DiagnosticData {
@@ -179,7 +166,7 @@ fn write_range(json: &mut JsonText, range: &Range) {
 }
 
 impl WrittenData<'_> {
-    /// As [`WrittenData`]'s `Serialize` writes it.
+    /// The array, written into a push.
     fn write(&self, json: &mut JsonText) {
         json.raw("[").number(self.version).raw(",");
         let Some(fix) = self.fix else {
@@ -192,6 +179,13 @@ impl WrittenData<'_> {
             json.number(edit.range.start).raw(",").number(edit.range.end).raw(",").string(&edit.content).raw("]");
         }
         json.raw("]]]");
+    }
+
+    /// The array as one string, as responses carry it.
+    fn text(&self) -> String {
+        let mut json = JsonText::after(Vec::new());
+        self.write(&mut json);
+        String::from_utf8(json.into_bytes()).expect("JSON text is UTF-8")
     }
 }
 
@@ -248,7 +242,7 @@ pub fn to_lsp(diagnostic: &Diagnostic, mapper: &PositionMapper<'_>, uri: &Uri, v
         message: wire.message.to_owned(),
         related_information: (!related.is_empty()).then_some(related),
         tags: wire.deprecated.then(|| vec![DiagnosticTag::DEPRECATED]),
-        data: serde_json::to_string(&wire.data).ok().map(serde_json::Value::String),
+        data: Some(serde_json::Value::String(wire.data.text())),
     }
 }
 
@@ -406,7 +400,8 @@ mod tests {
             vec![Edit::deletion(TextRange::new(3, 9)), Edit::insertion(20, "\n    torch.cuda.empty_cache()")],
         );
         for fix in [None, sample(text).fix, Some(moved)] {
-            let pushed = serde_json::to_value(WrittenData { version: 3, fix: fix.as_ref() }).unwrap();
+            let pushed: serde_json::Value =
+                serde_json::from_str(&WrittenData { version: 3, fix: fix.as_ref() }.text()).unwrap();
             let answered = serde_json::Value::String(pushed.to_string());
             for written in [pushed, answered] {
                 assert_eq!(
