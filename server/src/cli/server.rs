@@ -21,7 +21,7 @@ pub fn run(args: ServerArgs) -> ExitCode {
     }
     // Lints run on rayon's pool, other engine work on the blocking pool. Both are bounded by the
     // cores, so a burst of opened files queues instead of spawning hundreds of threads, each with
-    // its own allocator arena.
+    // its own allocator arena. Stdin and stdout have threads of their own (see `lsp::stdio`).
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     let runtime = match tokio::runtime::Builder::new_multi_thread().max_blocking_threads(cores).enable_all().build() {
         Ok(runtime) => runtime,
@@ -30,14 +30,20 @@ pub fn run(args: ServerArgs) -> ExitCode {
             return ExitCode::from(super::EXIT_USAGE);
         }
     };
-    let ending = runtime.block_on(lsp::serve(tokio::io::stdin(), tokio::io::stdout()));
-    // Tokio reads stdin with a blocking read on a pool thread, which nothing can interrupt:
-    // waiting for it would keep the process alive after `exit` until the client closes the
-    // pipe, and clients wait for the process to end first.
+    let ending = runtime.block_on(async {
+        let input = lsp::stdio::input_on_thread(std::io::stdin())?;
+        lsp::serve(input, lsp::stdio::stdout()?).await
+    });
+    // Engine work still running on the blocking pool is not waited for: `exit` means now. The
+    // thread reading stdin, blocked in a read that nothing can interrupt, ends with the process.
     runtime.shutdown_background();
     match ending {
-        lsp::Ending::Orderly => ExitCode::SUCCESS,
+        Ok(lsp::Ending::Orderly) => ExitCode::SUCCESS,
         // The protocol's exit code for `exit` without a preceding `shutdown`.
-        lsp::Ending::Abrupt => ExitCode::from(1),
+        Ok(lsp::Ending::Abrupt) => ExitCode::from(1),
+        Err(error) => {
+            eprintln!("culint server: cannot start its input and output threads: {error}");
+            ExitCode::from(super::EXIT_USAGE)
+        }
     }
 }

@@ -6,6 +6,9 @@
 //! framed reader ends at the first decode error: one bad message from an editor would end the
 //! session. Filtering here keeps the server alive.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader, DuplexStream};
 use tokio::sync::oneshot;
 use tower_lsp_server::jsonrpc::{Request, Response};
@@ -22,15 +25,19 @@ enum Frame {
     Malformed(String),
 }
 
-/// The client's stream with every malformed message removed, and a signal that fires once the
-/// `exit` notification has been passed on.
-pub fn well_formed_messages<I>(input: I) -> (DuplexStream, oneshot::Receiver<()>)
+/// The client's stream with every malformed message removed; a signal that fires once the `exit`
+/// notification has been passed on; and whether a `shutdown` request was passed on before it.
+/// The protocol's exit code depends on that, and the transport may see `exit` before the handler
+/// of a `shutdown` just ahead of it has run.
+pub fn well_formed_messages<I>(input: I) -> (DuplexStream, oneshot::Receiver<()>, Arc<AtomicBool>)
 where
     I: AsyncRead + Unpin + Send + 'static,
 {
     let (mut forward, filtered) = tokio::io::duplex(64 * 1024);
     let (exit_tx, exit_rx) = oneshot::channel();
     let mut exit_tx = Some(exit_tx);
+    let shutdown_received = Arc::new(AtomicBool::new(false));
+    let shutdown_seen = Arc::clone(&shutdown_received);
     tokio::spawn(async move {
         let mut input = BufReader::new(input);
         loop {
@@ -46,10 +53,14 @@ where
                         // The transport has stopped reading: the session is over.
                         break;
                     }
-                    if is_exit_notification(&body)
-                        && let Some(exit_tx) = exit_tx.take()
-                    {
-                        let _ = exit_tx.send(());
+                    match ending_message(&body) {
+                        Some(Ending::Shutdown) if exit_tx.is_some() => shutdown_seen.store(true, Ordering::SeqCst),
+                        Some(Ending::Exit) => {
+                            if let Some(exit_tx) = exit_tx.take() {
+                                let _ = exit_tx.send(());
+                            }
+                        }
+                        _ => {}
                     }
                 }
                 Ok(Some(Frame::Malformed(reason))) => {
@@ -63,13 +74,31 @@ where
             }
         }
     });
-    (filtered, exit_rx)
+    (filtered, exit_rx, shutdown_received)
 }
 
-fn is_exit_notification(body: &[u8]) -> bool {
-    memchr::memmem::find(body, b"\"exit\"").is_some()
-        && serde_json::from_slice::<serde_json::Value>(body)
-            .is_ok_and(|message| message["method"] == "exit" && message.get("id").is_none())
+/// The messages that end a session.
+#[derive(Debug, PartialEq, Eq)]
+enum Ending {
+    /// The `shutdown` request.
+    Shutdown,
+    /// The `exit` notification.
+    Exit,
+}
+
+/// Whether `body` is the `shutdown` request or the `exit` notification. Only a body that names
+/// one of them is decoded.
+fn ending_message(body: &[u8]) -> Option<Ending> {
+    let finder = |name: &[u8]| memchr::memmem::find(body, name).is_some();
+    if !finder(b"\"exit\"") && !finder(b"\"shutdown\"") {
+        return None;
+    }
+    let message = serde_json::from_slice::<serde_json::Value>(body).ok()?;
+    match (message["method"].as_str(), message.get("id").is_some()) {
+        (Some("exit"), false) => Some(Ending::Exit),
+        (Some("shutdown"), true) => Some(Ending::Shutdown),
+        _ => None,
+    }
 }
 
 /// Read the next frame; `None` at the end of the stream.
@@ -197,7 +226,7 @@ mod tests {
     #[tokio::test]
     async fn the_filtered_stream_carries_the_good_messages() {
         let input = [framed("not json"), framed(PING)].concat();
-        let (mut filtered, exit_received) = well_formed_messages(std::io::Cursor::new(input.into_bytes()));
+        let (mut filtered, exit_received, _) = well_formed_messages(std::io::Cursor::new(input.into_bytes()));
         let mut out = String::new();
         filtered.read_to_string(&mut out).await.unwrap();
         assert_eq!(out, framed(PING));
@@ -208,10 +237,29 @@ mod tests {
     async fn the_exit_notification_is_signalled_once_passed_on() {
         let exit = r#"{"jsonrpc":"2.0","method":"exit"}"#;
         let input = [framed(PING), framed(exit)].concat();
-        let (mut filtered, exit_received) = well_formed_messages(std::io::Cursor::new(input.into_bytes()));
+        let (mut filtered, exit_received, shutdown_received) =
+            well_formed_messages(std::io::Cursor::new(input.into_bytes()));
         exit_received.await.expect("exit is signalled");
         let mut out = String::new();
         filtered.read_to_string(&mut out).await.unwrap();
         assert_eq!(out, [framed(PING), framed(exit)].concat());
+        // PING is a `shutdown` request, passed on before `exit`.
+        assert!(shutdown_received.load(Ordering::SeqCst));
+    }
+
+    #[tokio::test]
+    async fn a_shutdown_request_passed_on_before_exit_is_noted() {
+        let shutdown = r#"{"jsonrpc":"2.0","id":7,"method":"shutdown"}"#;
+        let exit = r#"{"jsonrpc":"2.0","method":"exit"}"#;
+        // A notification named `shutdown` and a request named `exit` are neither.
+        let lookalikes = [r#"{"jsonrpc":"2.0","method":"shutdown"}"#, r#"{"jsonrpc":"2.0","id":8,"method":"exit"}"#];
+        for (messages, noted) in
+            [(vec![shutdown, exit], true), (lookalikes.to_vec(), false), (vec![exit, shutdown], false)]
+        {
+            let input: String = messages.iter().map(|m| framed(m)).collect();
+            let (mut filtered, _, shutdown_received) = well_formed_messages(std::io::Cursor::new(input.into_bytes()));
+            filtered.read_to_string(&mut String::new()).await.unwrap();
+            assert_eq!(shutdown_received.load(Ordering::SeqCst), noted, "{messages:?}");
+        }
     }
 }

@@ -18,6 +18,7 @@ pub mod position;
 pub mod server;
 pub mod session;
 pub mod settings;
+pub mod stdio;
 #[cfg(test)]
 pub mod testing;
 

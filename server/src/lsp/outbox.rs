@@ -8,15 +8,16 @@
 //!
 //! Frames never interleave. The transport encodes a whole message into its buffer before writing
 //! any of it, and [`TransportOutput`] always takes the whole buffer, so each write it receives
-//! is a run of whole frames; [`Outbox::send`] takes whole frames too. One task writes the
-//! queue out in order. The queue is bounded: a client that reads slowly holds the server back,
-//! as stdout did when the transport wrote to it itself, rather than letting frames pile up.
+//! is a run of whole frames; [`Outbox::send`] takes whole frames too. A thread of its own writes
+//! the queue out in order, with blocking writes (see `stdio` for why not tokio's stdout). The
+//! queue is bounded: a client that reads slowly holds the server back rather than letting frames
+//! pile up.
 
-use std::io;
+use std::io::{self, Write};
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
-use tokio::io::{AsyncWrite, AsyncWriteExt};
+use tokio::io::AsyncWrite;
 use tokio::sync::mpsc::{Receiver, Sender, channel};
 use tokio_util::sync::PollSender;
 
@@ -35,15 +36,15 @@ pub struct TransportOutput {
 }
 
 impl Outbox {
-    /// Start writing to `output`: the outbox for the server's own messages, and the writer to
-    /// hand to the transport. Must be called inside a tokio runtime.
-    pub fn start<O>(output: O) -> (Outbox, TransportOutput)
+    /// Start writing to `output` on a thread of its own: the outbox for the server's own
+    /// messages, and the writer to hand to the transport.
+    pub fn start<O>(output: O) -> io::Result<(Outbox, TransportOutput)>
     where
-        O: AsyncWrite + Unpin + Send + 'static,
+        O: Write + Send + 'static,
     {
         let (queue, queued) = channel(QUEUED_FRAMES);
-        tokio::spawn(write_out(output, queued));
-        (Outbox { queue: queue.clone() }, TransportOutput { queue: PollSender::new(queue) })
+        std::thread::Builder::new().name("culint-output".to_owned()).spawn(move || write_out(output, queued))?;
+        Ok((Outbox { queue: queue.clone() }, TransportOutput { queue: PollSender::new(queue) }))
     }
 
     /// Send a frame once the queue has room. Nothing is sent once the client has stopped
@@ -112,16 +113,16 @@ impl AsyncWrite for TransportOutput {
 }
 
 /// Write queued frames in order, flushing whenever the queue runs dry, until every sender is
-/// gone or the client stops reading.
-async fn write_out<O: AsyncWrite + Unpin>(mut output: O, mut queued: Receiver<Frame>) {
-    while let Some(frame) = queued.recv().await {
-        let mut written = output.write_all(frame.as_bytes()).await;
+/// gone or the client stops reading. Dropping the queue then tells the senders.
+fn write_out<O: Write>(mut output: O, mut queued: Receiver<Frame>) {
+    while let Some(frame) = queued.blocking_recv() {
+        let mut written = output.write_all(frame.as_bytes());
         while written.is_ok()
             && let Ok(frame) = queued.try_recv()
         {
-            written = output.write_all(frame.as_bytes()).await;
+            written = output.write_all(frame.as_bytes());
         }
-        if let Err(error) = written.and(output.flush().await) {
+        if let Err(error) = written.and_then(|()| output.flush()) {
             super::log::write(&format!("culint: cannot write to the client: {error}"));
             return;
         }
@@ -130,7 +131,8 @@ async fn write_out<O: AsyncWrite + Unpin>(mut output: O, mut queued: Receiver<Fr
 
 #[cfg(test)]
 mod tests {
-    use tokio::io::AsyncReadExt;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio_util::io::SyncIoBridge;
 
     use super::*;
 
@@ -156,7 +158,7 @@ mod tests {
     #[tokio::test]
     async fn frames_from_both_writers_arrive_whole_and_in_order() {
         let (server_side, mut client_side) = tokio::io::duplex(16);
-        let (outbox, mut transport) = Outbox::start(server_side);
+        let (outbox, mut transport) = Outbox::start(SyncIoBridge::new(server_side)).unwrap();
         transport.write_all(b"Content-Length: 2\r\n\r\n{}").await.unwrap();
         outbox.send(notification("a/b", [1, 2])).await;
         transport.write_all(b"Content-Length: 4\r\n\r\nnull").await.unwrap();
@@ -175,7 +177,7 @@ mod tests {
     async fn a_client_that_stops_reading_ends_the_transport_output() {
         let (server_side, client_side) = tokio::io::duplex(16);
         drop(client_side);
-        let (outbox, mut transport) = Outbox::start(server_side);
+        let (outbox, mut transport) = Outbox::start(SyncIoBridge::new(server_side)).unwrap();
         outbox.send(notification("a/b", ())).await;
         // The writer task sees the closed pipe and stops; the transport's next write fails.
         let mut failed = false;
@@ -192,7 +194,7 @@ mod tests {
     #[tokio::test]
     async fn a_client_that_reads_slowly_holds_the_sender_back() {
         let (server_side, mut client_side) = tokio::io::duplex(64);
-        let (outbox, transport) = Outbox::start(server_side);
+        let (outbox, transport) = Outbox::start(SyncIoBridge::new(server_side)).unwrap();
         drop(transport);
         let frames = QUEUED_FRAMES * 4;
         let sending = tokio::spawn(async move {

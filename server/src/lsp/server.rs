@@ -8,7 +8,7 @@ use tower_lsp_server::{ClientSocket, LanguageServer, LspService};
 
 use crate::lsp::context::ServerContext;
 use crate::lsp::handlers;
-use crate::lsp::outbox::{Outbox, TransportOutput};
+use crate::lsp::outbox::Outbox;
 
 /// How many requests may be in flight at once. Notifications queue behind in-flight requests,
 /// so this is well above the handful a client keeps open (diagnostics, hover, code actions).
@@ -22,21 +22,17 @@ pub struct Server {
 }
 
 impl Server {
-    /// The service and what its transport needs: the socket of its `Client`, and the writer
-    /// shared with the server's own notifications (see `outbox`). Also hands out the context, for
-    /// the session's state and for tests that call into it. Must be called inside a tokio runtime.
-    pub fn connect<O>(output: O) -> (LspService<Server>, ClientSocket, TransportOutput, ServerContext)
-    where
-        O: tokio::io::AsyncWrite + Unpin + Send + 'static,
-    {
-        let (outbox, transport_output) = Outbox::start(output);
+    /// The service and the socket of its `Client`, for a transport that writes to the outbox the
+    /// server's own notifications go to (see `outbox`). Also hands out the context, for the
+    /// session's state and for tests that call into it. Must be called inside a tokio runtime.
+    pub fn connect(outbox: Outbox) -> (LspService<Server>, ClientSocket, ServerContext) {
         let mut context = None;
         let (service, socket) = LspService::new(|client| {
             let server = Server { context: ServerContext::new(client, outbox) };
             context = Some(server.context.clone());
             server
         });
-        (service, socket, transport_output, context.expect("the service built the server"))
+        (service, socket, context.expect("the service built the server"))
     }
 }
 
@@ -103,16 +99,18 @@ pub enum Ending {
     Abrupt,
 }
 
-/// Serve LSP over a pair of byte streams (stdio in production, an in-memory pipe in tests)
-/// until the client sends `exit` or closes the input. Malformed messages are dropped before the
-/// transport sees them (see `framing`), so one of them does not end the session.
-pub async fn serve<I, O>(input: I, output: O) -> Ending
+/// Serve LSP over a byte stream in and a writer out (stdio, see `stdio`) until the client sends
+/// `exit` or closes the input. Malformed messages are dropped before the transport sees them
+/// (see `framing`), so one of them does not end the session. Fails only when the thread that
+/// writes the output cannot be started.
+pub async fn serve<I, O>(input: I, output: O) -> std::io::Result<Ending>
 where
     I: tokio::io::AsyncRead + Unpin + Send + 'static,
-    O: tokio::io::AsyncWrite + Unpin + Send + 'static,
+    O: std::io::Write + Send + 'static,
 {
-    let (service, socket, output, context) = Server::connect(output);
-    let (input, exit_received) = super::framing::well_formed_messages(input);
+    let (outbox, output) = Outbox::start(output)?;
+    let (service, socket, _) = Server::connect(outbox);
+    let (input, exit_received, shutdown_received) = super::framing::well_formed_messages(input);
     let serving =
         tower_lsp_server::Server::new(input, output, socket).concurrency_level(MAX_CONCURRENCY).serve(service);
     // The transport returns only once every handler has finished, and a handler may be waiting
@@ -130,5 +128,5 @@ where
         () = serving => {}
         () = exited => {}
     }
-    if context.session.lock().shutdown_requested { Ending::Orderly } else { Ending::Abrupt }
+    Ok(if shutdown_received.load(std::sync::atomic::Ordering::SeqCst) { Ending::Orderly } else { Ending::Abrupt })
 }

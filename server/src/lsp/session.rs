@@ -169,7 +169,6 @@ pub struct Session {
     pub documents: HashMap<Uri, OpenDocument>,
     /// The documents edited last, most recent first (at most [`RETAINED_TREES`]).
     recently_edited: std::collections::VecDeque<Uri>,
-    pub shutdown_requested: bool,
     /// Problems found before the client could be told (settings read during `initialize`).
     pub pending_warnings: Vec<String>,
 }

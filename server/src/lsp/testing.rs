@@ -57,7 +57,9 @@ impl TestClient {
     ) -> (Self, Value, crate::lsp::context::ServerContext) {
         let (client_side, server_side) = tokio::io::duplex(1 << 20);
         let (server_read, server_write) = tokio::io::split(server_side);
-        let (service, socket, server_write, context) = crate::lsp::Server::connect(server_write);
+        let (outbox, server_write) = crate::lsp::outbox::Outbox::start(tokio_util::io::SyncIoBridge::new(server_write))
+            .expect("the output thread starts");
+        let (service, socket, context) = crate::lsp::Server::connect(outbox);
         tokio::spawn(tower_lsp_server::Server::new(server_read, server_write, socket).serve(service));
         let (reader, writer) = tokio::io::split(client_side);
         let (sender, incoming) = mpsc::unbounded_channel();

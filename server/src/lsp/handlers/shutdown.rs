@@ -1,11 +1,12 @@
-//! `shutdown`: stop answering; `exit` (handled by tower-lsp-server) then ends the process.
+//! `shutdown`: tower-lsp-server refuses every request after it, and `exit`, which it handles too,
+//! then ends the process. Whether `shutdown` came before `exit`, which decides the exit code, is
+//! noted as the messages arrive (see `framing`): the transport may see `exit` before this has run.
 
 use tower_lsp_server::jsonrpc::Result;
 
 use crate::lsp::context::ServerContext;
 
-pub async fn shutdown(context: &ServerContext) -> Result<()> {
-    context.session.lock().shutdown_requested = true;
+pub async fn shutdown(_context: &ServerContext) -> Result<()> {
     Ok(())
 }
 
