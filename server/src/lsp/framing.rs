@@ -53,9 +53,9 @@ where
                         // The transport has stopped reading: the session is over.
                         break;
                     }
-                    match ending_message(&body) {
-                        Some(Ending::Shutdown) if exit_tx.is_some() => shutdown_seen.store(true, Ordering::SeqCst),
-                        Some(Ending::Exit) => {
+                    match closing_message(&body) {
+                        Some(Closing::Shutdown) if exit_tx.is_some() => shutdown_seen.store(true, Ordering::SeqCst),
+                        Some(Closing::Exit) => {
                             if let Some(exit_tx) = exit_tx.take() {
                                 let _ = exit_tx.send(());
                             }
@@ -79,7 +79,7 @@ where
 
 /// The messages that end a session.
 #[derive(Debug, PartialEq, Eq)]
-enum Ending {
+enum Closing {
     /// The `shutdown` request.
     Shutdown,
     /// The `exit` notification.
@@ -88,15 +88,15 @@ enum Ending {
 
 /// Whether `body` is the `shutdown` request or the `exit` notification. Only a body that names
 /// one of them is decoded.
-fn ending_message(body: &[u8]) -> Option<Ending> {
+fn closing_message(body: &[u8]) -> Option<Closing> {
     let finder = |name: &[u8]| memchr::memmem::find(body, name).is_some();
     if !finder(b"\"exit\"") && !finder(b"\"shutdown\"") {
         return None;
     }
     let message = serde_json::from_slice::<serde_json::Value>(body).ok()?;
     match (message["method"].as_str(), message.get("id").is_some()) {
-        (Some("exit"), false) => Some(Ending::Exit),
-        (Some("shutdown"), true) => Some(Ending::Shutdown),
+        (Some("exit"), false) => Some(Closing::Exit),
+        (Some("shutdown"), true) => Some(Closing::Shutdown),
         _ => None,
     }
 }

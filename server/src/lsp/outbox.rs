@@ -179,7 +179,7 @@ mod tests {
         drop(client_side);
         let (outbox, mut transport) = Outbox::start(SyncIoBridge::new(server_side)).unwrap();
         outbox.send(notification("a/b", ())).await;
-        // The writer task sees the closed pipe and stops; the transport's next write fails.
+        // The writer thread sees the closed pipe and stops; the transport's next write fails.
         let mut failed = false;
         for _ in 0..100 {
             if transport.write_all(b"x").await.is_err() {
