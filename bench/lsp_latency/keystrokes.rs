@@ -5,10 +5,12 @@
 //!
 //! Usage:
 //!   python3 bench/lsp_latency/corpus.py 10000 > /tmp/train.py
-//!   cargo run --release --example keystrokes -- /tmp/train.py [--edits N] [--verify]
+//!   cargo run --release --example keystrokes -- /tmp/train.py [--edits N] [--idle MS] [--verify]
 //!
 //! `--verify` also lints each keystroke's text from scratch and stops at the first difference
-//! from the incremental lint. Instruction counts: run `target/release/examples/keystrokes` under
+//! from the incremental lint. `--idle MS` sleeps that long before each keystroke, as the server
+//! waits while its client decodes a publish and types the next key: back to back, a keystroke
+//! runs on warm caches and cores that a server rarely has (BENCHMARKS.md). Instruction counts: run `target/release/examples/keystrokes` under
 //! `valgrind --tool=callgrind` with `--edits 20` and `--edits 60` and divide the difference by
 //! 40, which leaves out the opening lint.
 
@@ -86,6 +88,7 @@ fn main() {
     let mut path = None;
     let mut count = 1000;
     let mut verify = false;
+    let mut idle = Duration::ZERO;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -96,11 +99,22 @@ fn main() {
                 })
             }
             "--verify" => verify = true,
+            "--idle" => {
+                let millis = args.next().and_then(|n| n.parse::<f64>().ok()).filter(|n| *n >= 0.0 && n.is_finite());
+                idle = Duration::from_secs_f64(
+                    millis.unwrap_or_else(|| {
+                        eprintln!("--idle takes a number of milliseconds");
+                        std::process::exit(2)
+                    }) / 1e3,
+                );
+            }
             _ => path = Some(arg),
         }
     }
     let Some(path) = path else {
-        eprintln!("usage: keystrokes SCRIPT [--edits N] [--verify] (see the top of bench/lsp_latency/keystrokes.rs)");
+        eprintln!(
+            "usage: keystrokes SCRIPT [--edits N] [--idle MS] [--verify] (see the top of bench/lsp_latency/keystrokes.rs)"
+        );
         std::process::exit(2);
     };
     let text = std::fs::read_to_string(&path).unwrap_or_else(|error| {
@@ -126,6 +140,9 @@ fn main() {
     let mut published_bytes = 0;
     for (n, keystroke) in keystrokes(&text, count).iter().enumerate() {
         let version = n as i32 + 2;
+        if !idle.is_zero() {
+            std::thread::sleep(idle);
+        }
         let started = Instant::now();
         buffer.edit(keystroke.range, keystroke.text);
         buffer.set_version(version);
