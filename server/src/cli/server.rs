@@ -30,10 +30,7 @@ pub fn run(args: ServerArgs) -> ExitCode {
             return ExitCode::from(super::EXIT_USAGE);
         }
     };
-    let ending = runtime.block_on(async {
-        let input = lsp::stdio::input_on_thread(std::io::stdin())?;
-        lsp::serve(input, lsp::stdio::stdout()?).await
-    });
+    let ending = runtime.block_on(async { lsp::serve(std::io::stdin(), lsp::stdio::stdout()?).await });
     // Engine work still running on the blocking pool is not waited for: `exit` means now. The
     // thread reading stdin, blocked in a read that nothing can interrupt, ends with the process.
     runtime.shutdown_background();

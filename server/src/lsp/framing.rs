@@ -5,18 +5,25 @@
 //! a body that is not a JSON-RPC message) with a parse error and then stops reading, because its
 //! framed reader ends at the first decode error: one bad message from an editor would end the
 //! session. Filtering here keeps the server alive.
+//!
+//! The filter reads the client's input on a thread of its own, with blocking reads: not with
+//! tokio's stdin, which reads on the blocking pool (see `stdio`).
 
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader, DuplexStream};
+use tokio::io::DuplexStream;
 use tokio::sync::oneshot;
+use tokio_util::io::SyncIoBridge;
 use tower_lsp_server::jsonrpc::{Request, Response};
 
 /// A header line longer than this is garbage, not a header.
 const MAX_HEADER_LINE: u64 = 8 * 1024;
 /// The largest message accepted: a few hundred megabytes of source text is no editor's buffer.
 const MAX_MESSAGE: usize = 512 * 1024 * 1024;
+/// How much of the input is read at once.
+const READ_BUFFER: usize = 64 * 1024;
 
 /// One framed unit read from the client.
 #[derive(Debug, PartialEq, Eq)]
@@ -28,28 +35,26 @@ enum Frame {
 /// The client's stream with every malformed message removed; a signal that fires once the `exit`
 /// notification has been passed on; and whether a `shutdown` request was passed on before it.
 /// The protocol's exit code depends on that, and the transport may see `exit` before the handler
-/// of a `shutdown` just ahead of it has run.
-pub fn well_formed_messages<I>(input: I) -> (DuplexStream, oneshot::Receiver<()>, Arc<AtomicBool>)
+/// of a `shutdown` just ahead of it has run. `input` is read on a thread of its own; the stream
+/// ends when the input does. Must be called inside a tokio runtime.
+pub fn well_formed_messages<I>(input: I) -> io::Result<(DuplexStream, oneshot::Receiver<()>, Arc<AtomicBool>)>
 where
-    I: AsyncRead + Unpin + Send + 'static,
+    I: Read + Send + 'static,
 {
-    let (mut forward, filtered) = tokio::io::duplex(64 * 1024);
+    let (forward, filtered) = tokio::io::duplex(64 * 1024);
+    let mut forward = SyncIoBridge::new(forward);
     let (exit_tx, exit_rx) = oneshot::channel();
     let mut exit_tx = Some(exit_tx);
     let shutdown_received = Arc::new(AtomicBool::new(false));
     let shutdown_seen = Arc::clone(&shutdown_received);
-    tokio::spawn(async move {
-        let mut input = BufReader::new(input);
+    std::thread::Builder::new().name("culint-input".to_owned()).spawn(move || {
+        let mut input = BufReader::with_capacity(READ_BUFFER, input);
         loop {
-            match next_frame(&mut input).await {
+            match next_frame(&mut input) {
                 Ok(Some(Frame::Message(body))) => {
                     let header = format!("Content-Length: {}\r\n\r\n", body.len());
-                    let sent = async {
-                        forward.write_all(header.as_bytes()).await?;
-                        forward.write_all(&body).await?;
-                        forward.flush().await
-                    };
-                    if sent.await.is_err() {
+                    let sent = forward.write_all(header.as_bytes()).and_then(|()| forward.write_all(&body));
+                    if sent.is_err() {
                         // The transport has stopped reading: the session is over.
                         break;
                     }
@@ -73,8 +78,8 @@ where
                 }
             }
         }
-    });
-    (filtered, exit_rx, shutdown_received)
+    })?;
+    Ok((filtered, exit_rx, shutdown_received))
 }
 
 /// The messages that end a session.
@@ -102,14 +107,14 @@ fn closing_message(body: &[u8]) -> Option<Closing> {
 }
 
 /// Read the next frame; `None` at the end of the stream.
-async fn next_frame<R: AsyncBufReadExt + Unpin>(input: &mut R) -> std::io::Result<Option<Frame>> {
+fn next_frame<R: BufRead>(input: &mut R) -> io::Result<Option<Frame>> {
     let mut content_length = None;
     let mut problem = None;
     let mut line = Vec::new();
     let mut saw_header = false;
     loop {
         line.clear();
-        let read = (&mut *input).take(MAX_HEADER_LINE).read_until(b'\n', &mut line).await?;
+        let read = (&mut *input).take(MAX_HEADER_LINE).read_until(b'\n', &mut line)?;
         if read == 0 {
             return Ok(if saw_header {
                 Some(Frame::Malformed("the stream ended inside a header".into()))
@@ -146,11 +151,11 @@ async fn next_frame<R: AsyncBufReadExt + Unpin>(input: &mut R) -> std::io::Resul
     };
     if length > MAX_MESSAGE {
         // Skip the body without holding it.
-        tokio::io::copy(&mut (&mut *input).take(length as u64), &mut tokio::io::sink()).await?;
+        io::copy(&mut (&mut *input).take(length as u64), &mut io::sink())?;
         return Ok(Some(Frame::Malformed(format!("a message of {length} bytes is over the limit of {MAX_MESSAGE}"))));
     }
     let mut body = vec![0; length];
-    input.read_exact(&mut body).await?;
+    input.read_exact(&mut body)?;
     Ok(Some(match check_message(&body) {
         Ok(()) => Frame::Message(body),
         Err(reason) => Frame::Malformed(reason),
@@ -176,12 +181,14 @@ fn truncate(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use tokio::io::AsyncReadExt;
+
     use super::*;
 
-    async fn frames(input: &[u8]) -> Vec<Frame> {
+    fn frames(input: &[u8]) -> Vec<Frame> {
         let mut reader = BufReader::new(input);
         let mut out = Vec::new();
-        while let Some(frame) = next_frame(&mut reader).await.unwrap() {
+        while let Some(frame) = next_frame(&mut reader).unwrap() {
             out.push(frame);
         }
         out
@@ -193,8 +200,8 @@ mod tests {
 
     const PING: &str = r#"{"jsonrpc":"2.0","id":1,"method":"shutdown"}"#;
 
-    #[tokio::test]
-    async fn passes_messages_and_drops_broken_ones() {
+    #[test]
+    fn passes_messages_and_drops_broken_ones() {
         let input = [
             framed(PING),
             framed(r#"{"jsonrpc": "2.0", "id": 999, "method": "#),
@@ -206,7 +213,7 @@ mod tests {
             framed(r#"{"jsonrpc":"2.0","method":"initialized","params":{}}"#),
         ]
         .concat();
-        let frames = frames(input.as_bytes()).await;
+        let frames = frames(input.as_bytes());
         let kinds: Vec<bool> = frames.iter().map(|f| matches!(f, Frame::Message(_))).collect();
         assert_eq!(kinds, [true, false, false, false, false, false, false, true], "{frames:?}");
         assert_eq!(frames[0], Frame::Message(PING.as_bytes().to_vec()));
@@ -214,11 +221,11 @@ mod tests {
         assert!(matches!(&frames[4], Frame::Malformed(reason) if reason.contains("`nine`, not a number")));
     }
 
-    #[tokio::test]
-    async fn a_body_that_is_not_utf8_is_dropped() {
+    #[test]
+    fn a_body_that_is_not_utf8_is_dropped() {
         let mut input = b"Content-Length: 3\r\n\r\n\xff\xfe\xfd".to_vec();
         input.extend(framed(PING).as_bytes());
-        let frames = frames(&input).await;
+        let frames = frames(&input);
         assert!(matches!(&frames[0], Frame::Malformed(_)));
         assert_eq!(frames[1], Frame::Message(PING.as_bytes().to_vec()));
     }
@@ -226,11 +233,22 @@ mod tests {
     #[tokio::test]
     async fn the_filtered_stream_carries_the_good_messages() {
         let input = [framed("not json"), framed(PING)].concat();
-        let (mut filtered, exit_received, _) = well_formed_messages(std::io::Cursor::new(input.into_bytes()));
+        let (mut filtered, exit_received, _) = well_formed_messages(io::Cursor::new(input.into_bytes())).unwrap();
         let mut out = String::new();
         filtered.read_to_string(&mut out).await.unwrap();
         assert_eq!(out, framed(PING));
         assert!(exit_received.await.is_err(), "no `exit` was sent");
+    }
+
+    /// A message larger than every buffer on its way arrives whole.
+    #[tokio::test]
+    async fn a_large_message_arrives_whole() {
+        let text: String = (0..3 * 1024 * 1024).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+        let message = format!(r#"{{"jsonrpc":"2.0","method":"x/y","params":"{text}"}}"#);
+        let (mut filtered, _, _) = well_formed_messages(io::Cursor::new(framed(&message).into_bytes())).unwrap();
+        let mut out = String::new();
+        filtered.read_to_string(&mut out).await.unwrap();
+        assert!(out == framed(&message), "the message changed on the way");
     }
 
     #[tokio::test]
@@ -238,7 +256,7 @@ mod tests {
         let exit = r#"{"jsonrpc":"2.0","method":"exit"}"#;
         let input = [framed(PING), framed(exit)].concat();
         let (mut filtered, exit_received, shutdown_received) =
-            well_formed_messages(std::io::Cursor::new(input.into_bytes()));
+            well_formed_messages(io::Cursor::new(input.into_bytes())).unwrap();
         exit_received.await.expect("exit is signalled");
         let mut out = String::new();
         filtered.read_to_string(&mut out).await.unwrap();
@@ -257,7 +275,8 @@ mod tests {
             [(vec![shutdown, exit], true), (lookalikes.to_vec(), false), (vec![exit, shutdown], false)]
         {
             let input: String = messages.iter().map(|m| framed(m)).collect();
-            let (mut filtered, _, shutdown_received) = well_formed_messages(std::io::Cursor::new(input.into_bytes()));
+            let (mut filtered, _, shutdown_received) =
+                well_formed_messages(io::Cursor::new(input.into_bytes())).unwrap();
             filtered.read_to_string(&mut String::new()).await.unwrap();
             assert_eq!(shutdown_received.load(Ordering::SeqCst), noted, "{messages:?}");
         }

@@ -99,18 +99,18 @@ pub enum Ending {
     Abrupt,
 }
 
-/// Serve LSP over a byte stream in and a writer out (stdio, see `stdio`) until the client sends
-/// `exit` or closes the input. Malformed messages are dropped before the transport sees them
-/// (see `framing`), so one of them does not end the session. Fails only when the thread that
-/// writes the output cannot be started.
+/// Serve LSP over a reader in and a writer out (stdin and stdout, see `stdio`), each on a thread
+/// of its own, until the client sends `exit` or closes the input. Malformed messages are dropped
+/// before the transport sees them (see `framing`), so one of them does not end the session.
+/// Fails only when those threads cannot be started.
 pub async fn serve<I, O>(input: I, output: O) -> std::io::Result<Ending>
 where
-    I: tokio::io::AsyncRead + Unpin + Send + 'static,
+    I: std::io::Read + Send + 'static,
     O: std::io::Write + Send + 'static,
 {
     let (outbox, output) = Outbox::start(output)?;
     let (service, socket, _) = Server::connect(outbox);
-    let (input, exit_received, shutdown_received) = super::framing::well_formed_messages(input);
+    let (input, exit_received, shutdown_received) = super::framing::well_formed_messages(input)?;
     let serving =
         tower_lsp_server::Server::new(input, output, socket).concurrency_level(MAX_CONCURRENCY).serve(service);
     // The transport returns only once every handler has finished, and a handler may be waiting
