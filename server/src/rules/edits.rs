@@ -176,7 +176,9 @@ pub fn module_reference(model: &Model<'_>, module: &str) -> (String, Option<Edit
 }
 
 /// An edit that adds an import line after the module's last top-level import (or at the top,
-/// after a docstring and `from __future__` imports).
+/// after a docstring and `from __future__` imports). Only the imports before the first statement
+/// the parser could not read count: a line placed after broken text can be swallowed by it, and
+/// the next fix run would add the import again.
 pub fn add_import(model: &Model<'_>, line: &str) -> Edit {
     let text = model.text;
     let eol = line_ending(text);
@@ -184,6 +186,9 @@ pub fn add_import(model: &Model<'_>, line: &str) -> Edit {
     let mut cursor = root.walk();
     let mut anchor = None;
     for child in root.named_children(&mut cursor) {
+        if child.has_error() {
+            break;
+        }
         match child.kind() {
             "import_statement" | "import_from_statement" | "future_import_statement" => anchor = Some(child),
             "expression_statement"
