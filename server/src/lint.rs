@@ -353,6 +353,9 @@ fn lint_rules<'a>(
         if let Some(session) = session {
             session.finish(&model, kept_by_statement);
         }
+        if let Some(cache) = cache {
+            cache.walks.keep(model);
+        }
     }
     if !diagnostics.is_empty() {
         let suppressions = Suppressions::new(text, tree);

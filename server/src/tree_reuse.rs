@@ -244,7 +244,7 @@ fn statements_not_shared(old: &Tree, new: &Tree) -> usize {
 
 /// The subtree that the slot of a top-level statement holds, as an address; `None` for a
 /// subtree stored inline in its slot (a leaf), which has no address of its own.
-fn subtree_of(statement: Node<'_>) -> Option<usize> {
+pub fn subtree_of(statement: Node<'_>) -> Option<usize> {
     // SAFETY: a node's id is the address of the slot holding its subtree in the parent's child
     // array (tree-sitter's `ts_node_new`), alive with the tree. The slot is a union of a pointer
     // to the subtree's heap data and inline data whose lowest bit, `is_inline`, is set (on

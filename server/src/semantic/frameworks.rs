@@ -62,7 +62,7 @@ impl Frameworks {
         // `C(...)`, the last part of what the import of `C` binds) get a qualified name, which
         // costs a walk of the callee and an allocation. Every setting below is switched on,
         // never off, so the calls can come in any order.
-        let named_like_a_framework = model.calls_by_name.iter().filter(|(name, _)| {
+        let named_like_a_framework = model.walked.calls_by_name.iter().filter(|(name, _)| {
             is_framework_name(name)
                 || model.imports.binding(name).is_some_and(|b| is_framework_name(final_name(&b.qualified)))
         });

@@ -79,7 +79,7 @@ impl<'a> Model<'a> {
         let Some(i) = self.loop_index(node) else { return false };
         match self.loops.get() {
             Some(loops) => loops[i].kind == LoopKind::Eval,
-            None => is_eval_loop(self, self.loop_nodes[i]) && self.classified()[i].kind == LoopKind::Eval,
+            None => is_eval_loop(self, self.walked.loop_nodes[i]) && self.classified()[i].kind == LoopKind::Eval,
         }
     }
 
@@ -171,7 +171,7 @@ pub struct ClassifiedStatement {
 /// The loops of each top-level statement that has any: (statement index, range in `loop_nodes`).
 fn loops_by_statement(model: &Model<'_>) -> Vec<(usize, Range<usize>)> {
     let mut groups: Vec<(usize, Range<usize>)> = Vec::new();
-    for (i, loop_node) in model.loop_nodes.iter().enumerate() {
+    for (i, loop_node) in model.walked.loop_nodes.iter().enumerate() {
         let Some(statement) = model.top_level_index(*loop_node) else { continue };
         match groups.last_mut() {
             Some((last, range)) if *last == statement && range.end == i => range.end = i + 1,
@@ -190,7 +190,7 @@ fn classify<'a>(
     model: &Model<'a>,
     kept: &dyn Fn(usize) -> Option<Arc<[LoopKind]>>,
 ) -> (Vec<LoopInfo<'a>>, Vec<ClassifiedStatement>) {
-    let loops = &model.loop_nodes[..];
+    let loops = &model.walked.loop_nodes[..];
     let groups = loops_by_statement(model);
     // By loop: the kind kept for it, if its statement's kinds were kept.
     let mut kept_kind: Vec<Option<LoopKind>> = vec![None; loops.len()];
@@ -256,7 +256,7 @@ fn classify<'a>(
         // the walk noted (the loop around a call never lies beyond one), else found by a walk up.
         let noted = backward[i].as_ref().and_then(|calls| calls.first()).and_then(|call| model.call_index(*call));
         let scope = match noted {
-            Some(call) => model.call_scopes[call],
+            Some(call) => model.walked.call_scopes[call],
             None => model.ancestors(*step_loop).find(|n| ast::is_function_boundary(*n)),
         };
         if let Some(scope) = scope
@@ -264,10 +264,10 @@ fn classify<'a>(
         {
             step_functions.insert(scope.id());
         }
-        let mut outer = model.outer_loops[i];
+        let mut outer = model.walked.outer_loops[i];
         while let Some(j) = outer.and_then(|l| model.loop_index(l)) {
             contains_step[j] = true;
-            outer = model.outer_loops[j];
+            outer = model.walked.outer_loops[j];
         }
     }
 

@@ -6,6 +6,7 @@
 //! helpers or libraries. Every rule shares one model per lint run.
 
 pub mod ast;
+mod carry;
 mod contexts;
 mod cuda_init;
 pub mod environ;
@@ -20,7 +21,7 @@ pub mod summary;
 pub mod training;
 mod walk;
 
-use foldhash::{HashMap, HashMapExt};
+use foldhash::HashMap;
 use smallvec::SmallVec;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
@@ -47,34 +48,12 @@ pub struct Model<'a> {
     pub imports: Imports,
     /// The module's statements, in source order: where [`Model::ancestors`] starts its descent.
     top_level: InSourceOrder<'a>,
-    /// Every call, in source order.
-    calls: InSourceOrder<'a>,
-    /// For each call (same index): the innermost function, class or lambda around it, and the
-    /// innermost loop around it within that scope. Rules ask these of many calls, and walking up
-    /// `parent()` links costs a descent from the root each time.
-    call_scopes: Vec<Option<Node<'a>>>,
-    call_loops: Vec<Option<Node<'a>>>,
-    /// For each call (same index): its callee's final name ([`ast::callee_name`]).
-    call_names: Vec<Option<&'a str>>,
-    /// Every `for` and `while` loop, in source order, and (same index) the innermost loop
-    /// around it within its scope.
-    loop_nodes: InSourceOrder<'a>,
-    outer_loops: Vec<Option<Node<'a>>>,
-    /// Every `with` statement, in source order, and (same index) the innermost function, class or
-    /// lambda around it.
-    with_statements: InSourceOrder<'a>,
-    with_scopes: Vec<Option<Node<'a>>>,
-    calls_by_name: HashMap<&'a str, InSourceOrder<'a>>,
-    functions: Vec<Node<'a>>,
-    /// Functions by name: nearly every name has one definition, held in place rather than in
-    /// an allocation of its own (a large script defines hundreds, on every keystroke).
-    functions_by_name: HashMap<&'a str, SmallVec<[Node<'a>; 1]>>,
-    classes: Vec<Node<'a>>,
-    /// Assignments (`x = ...`, `x: T = ...`), keyed by the target's text (`x`, `self.x`), in
-    /// source order.
-    assignments: HashMap<&'a str, InSourceOrder<'a>>,
-    /// Every assignment, in source order.
-    assignment_nodes: InSourceOrder<'a>,
+    /// What the walk noted: calls, loops, definitions, assignments and imports, and indices of
+    /// them by name.
+    walked: walk::Walked<'a>,
+    /// Whether each top-level statement names CUDA (same index), when the walk was made for a
+    /// [`WalkCache`] to keep.
+    statements_naming_cuda: Vec<bool>,
     /// The file names CUDA in code (strings, attributes, names), not only in comments, or NCCL,
     /// which runs only on CUDA devices (`init_process_group("nccl")` with `.to(rank)`).
     pub mentions_cuda: bool,
@@ -121,8 +100,9 @@ impl<'a> Model<'a> {
         Self::with_cache(text, tree, context, None)
     }
 
-    /// [`Model::new`] for a buffer that is linted again after each edit: the walks of top-level
-    /// statements that `cache` has seen are replayed, not repeated.
+    /// [`Model::new`] for a buffer that is linted again after each edit: what the last lint's
+    /// walk noted in the top-level statements the edit left is carried from `cache`, and only the
+    /// others are walked (the lint then keeps this walk there for the next, [`WalkCache::keep`]).
     pub fn with_cache(text: &'a str, tree: &'a Tree, context: LintContext<'a>, cache: Option<&WalkCache>) -> Self {
         Self::of_statements(text, tree, context, cache, &ast::top_level_statements(tree))
     }
@@ -142,20 +122,8 @@ impl<'a> Model<'a> {
             context,
             imports: Imports::default(),
             top_level: InSourceOrder::default(),
-            calls: InSourceOrder::default(),
-            call_scopes: Vec::new(),
-            call_loops: Vec::new(),
-            call_names: Vec::new(),
-            loop_nodes: InSourceOrder::default(),
-            outer_loops: Vec::new(),
-            with_statements: InSourceOrder::default(),
-            with_scopes: Vec::new(),
-            calls_by_name: HashMap::new(),
-            functions: Vec::new(),
-            functions_by_name: HashMap::new(),
-            classes: Vec::new(),
-            assignments: HashMap::new(),
-            assignment_nodes: InSourceOrder::default(),
+            walked: walk::Walked::default(),
+            statements_naming_cuda: Vec::new(),
             mentions_cuda: false,
             loops: OnceLock::new(),
             functions_stepping_outside_loops: OnceLock::new(),
@@ -306,7 +274,7 @@ impl<'a> Model<'a> {
         if crate::grammar_ids::CALL.contains(node)
             && let Some(i) = self.call_index(node)
         {
-            match self.call_scopes[i] {
+            match self.walked.call_scopes[i] {
                 None => return None,
                 Some(scope) if crate::grammar_ids::FUNCTION.contains(scope) => return Some(scope),
                 Some(_) => {}
@@ -325,18 +293,18 @@ impl<'a> Model<'a> {
     }
 
     fn call_index(&self, call: Node<'_>) -> Option<usize> {
-        self.calls.position(call)
+        self.walked.calls.position(call)
     }
 
     /// The model's own handle on a call node of its tree.
     pub fn call_node(&self, call: Node<'_>) -> Option<Node<'a>> {
-        self.call_index(call).map(|i| self.calls[i])
+        self.call_index(call).map(|i| self.walked.calls[i])
     }
 
     /// The final name of a call's callee ([`ast::callee_name`], answered from the walk).
     pub fn callee_name(&self, call: Node<'_>) -> Option<&'a str> {
         match self.call_index(call) {
-            Some(i) => self.call_names[i],
+            Some(i) => self.walked.call_names[i],
             None => ast::callee_name(call, self.text),
         }
     }
@@ -344,7 +312,7 @@ impl<'a> Model<'a> {
     /// The innermost loop around a call, not crossing a function, class or lambda boundary.
     pub fn loop_around_call(&self, call: Node<'a>) -> Option<Node<'a>> {
         match self.call_index(call) {
-            Some(i) => self.call_loops[i],
+            Some(i) => self.walked.call_loops[i],
             None => ast::innermost_loop(call),
         }
     }
@@ -356,36 +324,36 @@ impl<'a> Model<'a> {
     }
 
     fn outer_loop(&self, loop_node: Node<'a>) -> Option<Node<'a>> {
-        self.loop_index(loop_node).map_or_else(|| ast::innermost_loop(loop_node), |i| self.outer_loops[i])
+        self.loop_index(loop_node).map_or_else(|| ast::innermost_loop(loop_node), |i| self.walked.outer_loops[i])
     }
 
     /// Where a loop node is in `loop_nodes` (and in the classified loops, which follow it).
     fn loop_index(&self, loop_node: Node<'_>) -> Option<usize> {
-        self.loop_nodes.position(loop_node)
+        self.walked.loop_nodes.position(loop_node)
     }
 
     /// Every `for` and `while` loop, in source order (a read of the whole file).
     pub fn loop_nodes(&self) -> &[Node<'a>] {
         read_whole_file();
-        &self.loop_nodes
+        &self.walked.loop_nodes
     }
 
     /// Every call, in source order (a read of the whole file).
     pub fn all_calls(&self) -> &[Node<'a>] {
         read_whole_file();
-        &self.calls
+        &self.walked.calls
     }
 
     /// Every function definition, in source order (a read of the whole file).
     pub fn all_functions(&self) -> &[Node<'a>] {
         read_whole_file();
-        &self.functions
+        &self.walked.functions
     }
 
     /// Every class definition, in source order (a read of the whole file).
     pub fn all_classes(&self) -> &[Node<'a>] {
         read_whole_file();
-        &self.classes
+        &self.walked.classes
     }
 
     /// Note, when `node` is the module, that a question about what lies within it read the
@@ -406,21 +374,22 @@ impl<'a> Model<'a> {
     /// Calls whose callee's final name is `name` (`backward` finds `loss.backward()`).
     pub fn calls_named(&self, name: &str) -> &[Node<'a>] {
         read_key(Index::Calls, name);
-        self.calls_by_name.get(name).map_or(&[], |calls| calls)
+        self.walked.calls_by_name.get(name).map_or(&[], |calls| calls)
     }
 
     /// The calls with callee name `name` inside `node` (the node itself included), in source order.
     pub fn calls_named_within(&self, name: &str, node: Node<'_>) -> impl Iterator<Item = Node<'a>> + '_ {
         self.read_within(node, Some((Index::Calls, name)));
         let end = node.end_byte();
-        let starting = self.calls_by_name.get(name).map_or(&[][..], |calls| calls.starting_in(node.start_byte(), end));
+        let starting =
+            self.walked.calls_by_name.get(name).map_or(&[][..], |calls| calls.starting_in(node.start_byte(), end));
         starting.iter().copied().filter(move |call| call.end_byte() <= end)
     }
 
     /// The calls with callee name `name` that start in `start..end`, in source order.
     pub fn calls_named_starting_in(&self, name: &str, start: usize, end: usize) -> &[Node<'a>] {
         read_key(Index::Calls, name);
-        self.calls_by_name.get(name).map_or(&[], |calls| calls.starting_in(start, end))
+        self.walked.calls_by_name.get(name).map_or(&[], |calls| calls.starting_in(start, end))
     }
 
     /// Calls whose callee resolves to one of `qualified` names.
@@ -436,12 +405,12 @@ impl<'a> Model<'a> {
 
     pub fn functions_named(&self, name: &str) -> &[Node<'a>] {
         read_key(Index::Functions, name);
-        self.functions_by_name.get(name).map_or(&[], SmallVec::as_slice)
+        self.walked.functions_by_name.get(name).map_or(&[], SmallVec::as_slice)
     }
 
     pub fn assignments_to(&self, target: &str) -> &[Node<'a>] {
         read_key(Index::Assignments, target);
-        self.assignments.get(target).map_or(&[], |assignments| assignments)
+        self.walked.assignments.get(target).map_or(&[], |assignments| assignments)
     }
 
     /// The assignments to `target` inside `node`, in source order: a common name (`loss`) is
@@ -449,7 +418,7 @@ impl<'a> Model<'a> {
     pub fn assignments_to_within(&self, target: &str, node: Node<'_>) -> impl Iterator<Item = Node<'a>> + '_ {
         self.read_within(node, Some((Index::Assignments, target)));
         let end = node.end_byte();
-        let starting = self.assignments.get(target).map_or(&[][..], |a| a.starting_in(node.start_byte(), end));
+        let starting = self.walked.assignments.get(target).map_or(&[][..], |a| a.starting_in(node.start_byte(), end));
         starting.iter().copied().filter(move |assignment| assignment.end_byte() <= end)
     }
 
@@ -625,7 +594,7 @@ impl<'a> Model<'a> {
     /// The indices in `loop_nodes` of the loops inside `node` (the node itself included).
     fn loop_indices_within(&self, node: Node<'_>) -> impl Iterator<Item = usize> + '_ {
         self.read_within(node, None);
-        self.loop_nodes.indices_within(node)
+        self.walked.loop_nodes.indices_within(node)
     }
 
     /// Whether `function` calls `.backward()` in its own body outside any loop: it runs one
@@ -639,8 +608,8 @@ impl<'a> Model<'a> {
                 self.calls_named("backward")
                     .iter()
                     .filter_map(|call| self.call_index(*call))
-                    .filter(|i| self.call_loops[*i].is_none())
-                    .filter_map(|i| self.call_scopes[i].filter(|s| crate::grammar_ids::FUNCTION.contains(*s)))
+                    .filter(|i| self.walked.call_loops[*i].is_none())
+                    .filter_map(|i| self.walked.call_scopes[i].filter(|s| crate::grammar_ids::FUNCTION.contains(*s)))
                     .map(|scope| scope.id())
                     .collect()
             })
@@ -651,29 +620,30 @@ impl<'a> Model<'a> {
     /// Indices into `calls` of the calls inside `node` (the node itself included).
     fn call_indices_within(&self, node: Node<'_>) -> impl Iterator<Item = usize> + '_ {
         self.read_within(node, None);
-        self.calls.indices_within(node)
+        self.walked.calls.indices_within(node)
     }
 
     /// Calls inside `node` (the node itself included), in source order.
     pub fn calls_within(&self, node: Node<'_>) -> impl Iterator<Item = Node<'a>> + '_ {
-        self.call_indices_within(node).map(|i| self.calls[i])
+        self.call_indices_within(node).map(|i| self.walked.calls[i])
     }
 
     /// Calls inside `node` but not inside a nested function, class or lambda.
     pub fn own_calls_within(&self, node: Node<'a>) -> impl Iterator<Item = Node<'a>> + '_ {
         self.call_indices_within(node)
-            .filter(move |i| !scope_lies_within(self.call_scopes[*i], node))
-            .map(|i| self.calls[i])
+            .filter(move |i| !scope_lies_within(self.walked.call_scopes[*i], node))
+            .map(|i| self.walked.calls[i])
     }
 
     /// `with` statements inside `node` (the node itself included) but not inside a nested
     /// function, class or lambda, in source order.
     pub fn own_with_statements_within(&self, node: Node<'a>) -> impl Iterator<Item = Node<'a>> + '_ {
         self.read_within(node, None);
-        self.with_statements
+        self.walked
+            .with_statements
             .indices_within(node)
-            .filter(move |i| !scope_lies_within(self.with_scopes[*i], node))
-            .map(|i| self.with_statements[i])
+            .filter(move |i| !scope_lies_within(self.walked.with_scopes[*i], node))
+            .map(|i| self.walked.with_statements[i])
     }
 }
 
@@ -735,18 +705,24 @@ impl<'a> Model<'a> {
     /// check that looked one of them up may have read the statement.
     pub fn statement_keys(&self, statement: Node<'_>) -> Vec<u64> {
         let source = self.text;
-        let calls = self.calls.indices_within(statement).filter_map(|i| self.call_names[i]).map(|n| (Index::Calls, n));
+        let calls = self
+            .walked
+            .calls
+            .indices_within(statement)
+            .filter_map(|i| self.walked.call_names[i])
+            .map(|n| (Index::Calls, n));
         let (start, end) = (statement.start_byte(), statement.end_byte());
-        let first = self.functions.partition_point(|f| f.start_byte() < start);
-        let functions = self.functions[first..]
+        let first = self.walked.functions.partition_point(|f| f.start_byte() < start);
+        let functions = self.walked.functions[first..]
             .iter()
             .take_while(|f| f.end_byte() <= end)
             .filter_map(|f| ast::function_name(*f, source))
             .map(|n| (Index::Functions, n));
         let assignments = self
+            .walked
             .assignment_nodes
             .indices_within(statement)
-            .filter_map(|i| self.assignment_nodes[i].field("left"))
+            .filter_map(|i| self.walked.assignment_nodes[i].field("left"))
             .flat_map(|left| ast::target_names(left, source))
             .map(|n| (Index::Assignments, n));
         let mut keys: Vec<u64> = calls.chain(functions).chain(assignments).map(|(i, n)| reads::key(i, n)).collect();
@@ -756,9 +732,9 @@ impl<'a> Model<'a> {
     }
 
     /// Every assignment target with its assignments, in a stable order.
-    pub fn assignment_targets(&self) -> Vec<(&'a str, &[Node<'a>])> {
+    pub fn assignment_targets(&self) -> Vec<(&str, &[Node<'a>])> {
         read_whole_file();
-        let mut targets: Vec<_> = self.assignments.iter().map(|(k, v)| (*k, &v[..])).collect();
+        let mut targets: Vec<_> = self.walked.assignments.iter().map(|(k, v)| (&**k, &v[..])).collect();
         targets.sort_by_key(|(_, v)| v.first().map(|n| n.start_byte()));
         targets
     }

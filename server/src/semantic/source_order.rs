@@ -22,9 +22,14 @@ impl<'a> InSourceOrder<'a> {
         self.starts.reserve(additional);
     }
 
+    /// Room for how many nodes the list holds without growing.
+    pub fn capacity(&self) -> usize {
+        self.nodes.capacity()
+    }
+
     /// Add `node`, which starts at or after every node already in the list.
     pub fn push(&mut self, node: Node<'a>) {
-        let start = node.start_byte();
+        let start = start_of(node);
         debug_assert!(self.starts.last().is_none_or(|last| *last <= start), "nodes out of source order");
         self.nodes.push(node);
         self.starts.push(start);
@@ -63,11 +68,54 @@ impl<'a> InSourceOrder<'a> {
     }
 }
 
+impl<'a> InSourceOrder<'a> {
+    /// Replace every node with what `moved` makes of it, in place, dropping those it turns away
+    /// (`None`); the nodes it keeps must stay in source order.
+    pub fn move_in_place(&mut self, mut moved: impl FnMut(Node<'a>) -> Option<Node<'a>>) {
+        let mut kept = 0;
+        for at in 0..self.nodes.len() {
+            if let Some(node) = moved(self.nodes[at]) {
+                self.nodes[kept] = node;
+                self.starts[kept] = start_of(node);
+                kept += 1;
+            }
+        }
+        self.nodes.truncate(kept);
+        self.starts.truncate(kept);
+    }
+
+    /// Where each of `fresh` (in source order, none starting where a node of the list does) goes
+    /// in the list: the number of the list's nodes before it.
+    pub fn insertion_points(&self, fresh: &[Node<'_>]) -> Vec<usize> {
+        fresh.iter().map(|node| self.starts.partition_point(|s| *s < start_of(*node))).collect()
+    }
+
+    /// Insert `fresh` at the `points` that [`InSourceOrder::insertion_points`] gave.
+    pub fn insert_at(&mut self, points: &[usize], fresh: &[Node<'a>]) {
+        let starts: Vec<usize> = fresh.iter().map(|node| start_of(*node)).collect();
+        super::carry::insert_column(&mut self.nodes, points, fresh);
+        super::carry::insert_column(&mut self.starts, points, &starts);
+    }
+}
+
+/// A node's start byte, read from the node itself: the C library's accessor is a call across
+/// the language boundary that the compiler cannot inline, and the lists move thousands of nodes
+/// on every keystroke.
+pub fn start_of(node: Node<'_>) -> usize {
+    node.into_raw().context[0] as usize
+}
+
 impl<'a> Deref for InSourceOrder<'a> {
     type Target = [Node<'a>];
 
     fn deref(&self) -> &[Node<'a>] {
         &self.nodes
+    }
+}
+
+impl<'a> Extend<Node<'a>> for InSourceOrder<'a> {
+    fn extend<I: IntoIterator<Item = Node<'a>>>(&mut self, nodes: I) {
+        nodes.into_iter().for_each(|node| self.push(node));
     }
 }
 

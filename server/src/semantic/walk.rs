@@ -1,129 +1,89 @@
 //! The model's one walk over the tree, which collects calls, imports, definitions, assignments,
-//! loops and `with` statements, and a cache that lets an edited buffer's next walk skip the top-level statements
-//! the edit left untouched.
+//! loops and `with` statements, and a cache that carries what it noted from an edited buffer's
+//! last lint into the next (see [`super::carry`]), so that only the statements the edit changed
+//! are walked again.
 //!
 //! The walk of a top-level statement depends on that statement alone: the loops and scope
-//! boundaries it tracks never reach above one (the module is neither). So a statement the
-//! reparse shared with the last lint's tree is replayed from what its walk found, each node
-//! placed in the new tree by [`crate::tree_reuse`], as [`crate::candidates`] does for query
-//! matches.
+//! boundaries it tracks never reach above one (the module is neither).
 
-use std::hash::BuildHasher;
-use std::sync::PoisonError;
+use std::sync::{Mutex, PoisonError};
 
 use foldhash::HashMap;
-use tree_sitter::Node;
+use smallvec::SmallVec;
+use tree_sitter::{Node, Tree};
 
+use super::carry::Carried;
 use super::source_order::InSourceOrder;
 use super::{Model, ast, names_cuda};
 use crate::grammar_ids::{self, FieldChild};
-use crate::tree_reuse::{KeptNode, Placer, StatementMemory};
 
-/// What the walks of a buffer's top-level statements found.
+/// What the walks of a buffer's last lint noted, for the next.
 #[derive(Default)]
 pub struct WalkCache {
-    statements: StatementMemory<WalkedStatement>,
-    /// How much the last walk noted: the next one, of nearly the same text, reserves as much
-    /// rather than growing its lists step by step.
-    last_walk: std::sync::Mutex<LastWalk>,
-}
-
-#[derive(Default)]
-struct LastWalk {
-    sizes: Sizes,
-    lengths: ListLengths,
-}
-
-/// The lengths of what a walk notes.
-#[derive(Clone, Copy, Default)]
-struct Sizes {
-    calls: usize,
-    call_names: usize,
-    loops: usize,
-    with_statements: usize,
-    functions: usize,
-    function_names: usize,
-    assignments: usize,
-    assignment_names: usize,
-}
-
-/// How many calls and assignments each name had at the last walk, by the name's hash. A name
-/// that a large script calls hundreds of times (`backward`, `to`) would otherwise grow its list
-/// step by step, a copy each time, on every keystroke. A hash shared by two names only gives one
-/// of them a list of the wrong size to start with.
-#[derive(Default)]
-struct ListLengths {
-    calls: HashMap<u64, usize>,
-    assignments: HashMap<u64, usize>,
-}
-
-/// Lists up to this long grow from nothing in a step or two: not worth remembering.
-const SHORT_LIST: usize = 4;
-
-impl ListLengths {
-    fn of(model: &Model<'_>) -> Self {
-        fn long(lists: &HashMap<&str, InSourceOrder<'_>>) -> HashMap<u64, usize> {
-            lists
-                .iter()
-                .filter(|(_, list)| list.len() > SHORT_LIST)
-                .map(|(name, list)| (name_hash(name), list.len()))
-                .collect()
-        }
-        Self { calls: long(&model.calls_by_name), assignments: long(&model.assignments) }
-    }
-
-    /// A new list for `name`, with room for as many nodes as `lengths` had.
-    fn list_for<'a>(lengths: &HashMap<u64, usize>, name: &str) -> InSourceOrder<'a> {
-        let mut list = InSourceOrder::default();
-        if !lengths.is_empty()
-            && let Some(length) = lengths.get(&name_hash(name))
-        {
-            list.reserve(*length);
-        }
-        list
-    }
-}
-
-/// A name's hash, the same from one lint to the next.
-fn name_hash(name: &str) -> u64 {
-    foldhash::fast::FixedState::default().hash_one(name)
+    carried: Mutex<Option<Carried>>,
 }
 
 impl WalkCache {
-    /// Forget every statement (a buffer that went idle gives its memory back).
+    /// Forget the last walk (a buffer that went idle gives its memory back).
     pub fn clear(&self) {
-        self.statements.clear();
-        *self.last_walk.lock().unwrap_or_else(PoisonError::into_inner) = LastWalk::default();
+        *self.carried.lock().unwrap_or_else(PoisonError::into_inner) = None;
+    }
+
+    /// Keep what `model`'s walk noted for the next lint of the buffer.
+    pub fn keep(&self, model: Model<'_>) {
+        let Some((walked, text, tree, statements, cuda)) = model.into_walked() else { return };
+        let carried = Carried::keep(walked, text, tree, &statements, &cuda);
+        *self.carried.lock().unwrap_or_else(PoisonError::into_inner) = Some(carried);
     }
 }
 
-/// The walk of one top-level statement: each node it noted, in walk order.
-struct WalkedStatement {
-    found: Vec<FoundNode>,
-    mentions_cuda: bool,
+/// What the walk notes: the model's lists and name indices.
+#[derive(Default)]
+pub(super) struct Walked<'a> {
+    /// Every call, in source order.
+    pub calls: InSourceOrder<'a>,
+    /// For each call (same index): the innermost function, class or lambda around it, and the
+    /// innermost loop around it within that scope. Rules ask these of many calls, and walking up
+    /// `parent()` links costs a descent from the root each time.
+    pub call_scopes: Vec<Option<Node<'a>>>,
+    pub call_loops: Vec<Option<Node<'a>>>,
+    /// For each call (same index): its callee's final name ([`ast::callee_name`]).
+    pub call_names: Vec<Option<&'a str>>,
+    /// Every `for` and `while` loop, in source order, and (same index) the innermost loop
+    /// around it within its scope.
+    pub loop_nodes: InSourceOrder<'a>,
+    pub outer_loops: Vec<Option<Node<'a>>>,
+    /// Every `with` statement, in source order, and (same index) the innermost function, class or
+    /// lambda around it.
+    pub with_statements: InSourceOrder<'a>,
+    pub with_scopes: Vec<Option<Node<'a>>>,
+    /// Calls by their callee's final name, in source order.
+    pub calls_by_name: HashMap<Box<str>, InSourceOrder<'a>>,
+    /// Every function definition, in source order.
+    pub functions: Vec<Node<'a>>,
+    /// Functions by name: nearly every name has one definition, held in place rather than in
+    /// an allocation of its own (a large script defines hundreds).
+    pub functions_by_name: HashMap<Box<str>, SmallVec<[Node<'a>; 1]>>,
+    /// Every class definition, in source order.
+    pub classes: Vec<Node<'a>>,
+    /// Assignments (`x = ...`, `x: T = ...`), keyed by the target's text (`x`, `self.x`), in
+    /// source order.
+    pub assignments: HashMap<Box<str>, InSourceOrder<'a>>,
+    /// Every assignment, in source order.
+    pub assignment_nodes: InSourceOrder<'a>,
+    /// Every import statement, in source order (the model's [`super::Imports`] are read from them).
+    pub import_nodes: Vec<Node<'a>>,
 }
 
-struct FoundNode {
-    found: Found,
-    node: KeptNode,
-    /// The names the node is filed under (see [`Model::names_of`]), as byte ranges from the
-    /// statement's start.
-    names: Box<[(u32, u32)]>,
+impl Walked<'_> {
+    /// The same notes without the callee names, which are slices of the text.
+    pub(super) fn without_call_names(mut self) -> Self {
+        self.call_names = Vec::new();
+        self
+    }
 }
 
-/// What the walk noted about a node, with the scope and loop nodes around it.
-#[derive(Clone, Copy)]
-enum Found {
-    Call { scope: Option<KeptNode>, in_loop: Option<KeptNode> },
-    Import,
-    Function,
-    Class,
-    Assignment,
-    Loop { outer: Option<KeptNode> },
-    With { scope: Option<KeptNode> },
-}
-
-/// A noted node with its scope and loop nodes placed in the current tree.
+/// What a walk notes about a node, with the scope and loop nodes around it.
 enum Noted<'a> {
     Call { scope: Option<Node<'a>>, in_loop: Option<Node<'a>> },
     Import,
@@ -135,69 +95,59 @@ enum Noted<'a> {
 }
 
 impl<'a> Model<'a> {
-    /// Walk the whole tree; with a cache, statement by statement, replaying those seen before.
+    /// Walk the whole tree; with a cache, only the statements the last lint's walk did not see,
+    /// carrying its notes of the others.
     pub(super) fn walk(&mut self, cache: Option<&WalkCache>, statements: &[Node<'a>]) {
-        let root = self.tree.root_node();
         self.top_level = statements.iter().copied().collect();
-        // A cache in use by another lint of the same buffer (an older version's) is not waited for.
-        let Some((cache, mut memory)) = cache.and_then(|cache| Some((cache, cache.statements.open(self.tree)?))) else {
-            self.mentions_cuda = self.walk_subtree(root, None, &ListLengths::default());
+        let Some(cache) = cache else {
+            self.mentions_cuda = self.walk_subtree(self.tree.root_node());
+            self.read_imports();
             return;
         };
-        let LastWalk { sizes, lengths } =
-            std::mem::take(&mut *cache.last_walk.lock().unwrap_or_else(PoisonError::into_inner));
-        self.reserve(sizes);
-        for &statement in statements {
-            let mentions_cuda = if let Some((walked, placer)) = memory.recall(statement) {
-                self.replay(&walked, &placer, &lengths);
-                walked.mentions_cuda
-            } else if statement.has_error() {
-                // Not kept: what the parser makes of broken text depends on what surrounds it.
-                self.walk_subtree(statement, None, &lengths)
-            } else {
-                let mut found = Vec::new();
-                let mentions_cuda = self.walk_subtree(statement, Some(&mut found), &lengths);
-                memory.keep(statement, WalkedStatement { found, mentions_cuda });
-                mentions_cuda
-            };
-            self.mentions_cuda |= mentions_cuda;
+        // A walk in use by another lint of the same buffer (an older version's) is not waited
+        // for: this lint walks every statement.
+        let carried = cache.carried.lock().unwrap_or_else(PoisonError::into_inner).take();
+        let planned = carried.and_then(|carried| carried.plan(self.tree, statements).map(|plan| (carried, plan)));
+        let mut cuda = Vec::with_capacity(statements.len());
+        match planned {
+            Some((carried, plan)) => {
+                for (index, statement) in statements.iter().enumerate() {
+                    cuda.push(match plan.carried_from(index) {
+                        Some(from) => carried.names_cuda(from),
+                        None => self.walk_subtree(*statement),
+                    });
+                }
+                let fresh = std::mem::take(&mut self.walked);
+                self.walked = carried.carry(&plan, fresh, self.text);
+            }
+            None => cuda.extend(statements.iter().map(|statement| self.walk_subtree(*statement))),
         }
-        *cache.last_walk.lock().unwrap_or_else(PoisonError::into_inner) =
-            LastWalk { sizes: self.sizes(), lengths: ListLengths::of(self) };
+        self.mentions_cuda = cuda.contains(&true);
+        self.statements_naming_cuda = cuda;
+        self.read_imports();
     }
 
-    fn reserve(&mut self, sizes: Sizes) {
-        self.calls.reserve(sizes.calls);
-        self.call_scopes.reserve(sizes.calls);
-        self.call_loops.reserve(sizes.calls);
-        self.call_names.reserve(sizes.calls);
-        self.calls_by_name.reserve(sizes.call_names);
-        self.loop_nodes.reserve(sizes.loops);
-        self.outer_loops.reserve(sizes.loops);
-        self.with_statements.reserve(sizes.with_statements);
-        self.with_scopes.reserve(sizes.with_statements);
-        self.functions.reserve(sizes.functions);
-        self.functions_by_name.reserve(sizes.function_names);
-        self.assignment_nodes.reserve(sizes.assignments);
-        self.assignments.reserve(sizes.assignment_names);
-    }
-
-    fn sizes(&self) -> Sizes {
-        Sizes {
-            calls: self.calls.len(),
-            call_names: self.calls_by_name.len(),
-            loops: self.loop_nodes.len(),
-            with_statements: self.with_statements.len(),
-            functions: self.functions.len(),
-            function_names: self.functions_by_name.len(),
-            assignments: self.assignment_nodes.len(),
-            assignment_names: self.assignments.len(),
+    /// The model's imports, read from the import statements the walk noted.
+    fn read_imports(&mut self) {
+        for node in &self.walked.import_nodes {
+            self.imports.add_statement(*node, self.text);
         }
     }
 
-    /// Walk the subtree of `top`, noting what the model needs, and with `record` keeping each
-    /// noted node. Returns whether the subtree names CUDA.
-    fn walk_subtree(&mut self, top: Node<'a>, mut record: Option<&mut Vec<FoundNode>>, lengths: &ListLengths) -> bool {
+    /// What the walk noted, with what a [`WalkCache`] keeps beside it: the text and tree, the
+    /// top-level statements and whether each names CUDA. `None` for a model walked without a
+    /// cache, which did not note that.
+    #[allow(clippy::type_complexity)]
+    fn into_walked(self) -> Option<(Walked<'a>, &'a str, &'a Tree, Vec<Node<'a>>, Vec<bool>)> {
+        (self.statements_naming_cuda.len() == self.top_level.len()).then(|| {
+            let statements = self.top_level.iter().copied().collect();
+            (self.walked, self.text, self.tree, statements, self.statements_naming_cuda)
+        })
+    }
+
+    /// Walk the subtree of `top`, noting what the model needs. Returns whether the subtree names
+    /// CUDA.
+    fn walk_subtree(&mut self, top: Node<'a>) -> bool {
         let source = self.text;
         let mut cursor = top.walk();
         let mut mentions_cuda = false;
@@ -209,49 +159,35 @@ impl<'a> Model<'a> {
             while enclosing.last().is_some_and(|(d, _)| *d >= depth) {
                 enclosing.pop();
             }
-            let keep = |n: Node<'a>| KeptNode::of(top, n);
             let scope_at = || enclosing.iter().rposition(|(_, n)| ast::is_function_boundary(*n));
             let noted = if grammar_ids::CALL.contains(node) {
                 let scope_at = scope_at();
                 let in_loop = enclosing[scope_at.map_or(0, |i| i + 1)..].last().map(|(_, n)| *n);
                 let scope = scope_at.map(|i| enclosing[i].1);
-                Some((
-                    Noted::Call { scope, in_loop },
-                    Found::Call { scope: scope.map(keep), in_loop: in_loop.map(keep) },
-                ))
+                Some(Noted::Call { scope, in_loop })
             } else if grammar_ids::IMPORT.contains(node) {
-                Some((Noted::Import, Found::Import))
+                Some(Noted::Import)
             } else if grammar_ids::FUNCTION.contains(node) {
-                Some((Noted::Function, Found::Function))
+                Some(Noted::Function)
             } else if grammar_ids::CLASS.contains(node) {
-                Some((Noted::Class, Found::Class))
+                Some(Noted::Class)
             } else if grammar_ids::ASSIGNMENT.contains(node) {
-                Some((Noted::Assignment, Found::Assignment))
+                Some(Noted::Assignment)
             } else if ast::is_loop(node) {
                 let outer = enclosing.last().filter(|(_, n)| ast::is_loop(*n)).map(|(_, n)| *n);
-                Some((Noted::Loop { outer }, Found::Loop { outer: outer.map(keep) }))
+                Some(Noted::Loop { outer })
             } else if grammar_ids::WITH.contains(node) {
                 let scope = scope_at().map(|i| enclosing[i].1);
-                Some((Noted::With { scope }, Found::With { scope: scope.map(keep) }))
+                Some(Noted::With { scope })
             } else {
                 if !mentions_cuda && grammar_ids::NAME_OR_STRING.contains(node) {
                     mentions_cuda = names_cuda(ast::text(node, source));
                 }
                 None
             };
-            if let Some((noted, found)) = noted {
+            if let Some(noted) = noted {
                 let names = self.names_of(node, &noted);
-                if let Some(record) = record.as_deref_mut() {
-                    let start = top.start_byte();
-                    // Each name is a slice of `source` (`ast::text`), so its offset in it is where
-                    // the two pointers part.
-                    let span = |name: &&str| {
-                        let at = name.as_ptr() as usize - source.as_ptr() as usize - start;
-                        (at as u32, (at + name.len()) as u32)
-                    };
-                    record.push(FoundNode { found, node: keep(node), names: names.iter().map(span).collect() });
-                }
-                self.note(node, noted, names, lengths);
+                self.note(node, noted, names);
             }
             if ast::is_loop(node) || ast::is_function_boundary(node) {
                 enclosing.push((depth, node));
@@ -273,26 +209,6 @@ impl<'a> Model<'a> {
         mentions_cuda
     }
 
-    /// Note what a statement's earlier walk found, placed in the current tree.
-    fn replay(&mut self, walked: &WalkedStatement, placer: &Placer<'a>, lengths: &ListLengths) {
-        let place = |kept: Option<KeptNode>| kept.map(|k| placer.place(&k));
-        let start = placer.statement().start_byte();
-        let text = self.text;
-        for FoundNode { found, node, names } in &walked.found {
-            let noted = match *found {
-                Found::Call { scope, in_loop } => Noted::Call { scope: place(scope), in_loop: place(in_loop) },
-                Found::Import => Noted::Import,
-                Found::Function => Noted::Function,
-                Found::Class => Noted::Class,
-                Found::Assignment => Noted::Assignment,
-                Found::Loop { outer } => Noted::Loop { outer: place(outer) },
-                Found::With { scope } => Noted::With { scope: place(scope) },
-            };
-            let names = names.iter().map(|&(from, to)| &text[start + from as usize..start + to as usize]);
-            self.note(placer.place(node), noted, names, lengths);
-        }
-    }
-
     /// The names a noted node is filed under: a call's callee name, a function's name, an
     /// assignment's targets.
     fn names_of(&self, node: Node<'a>, noted: &Noted<'a>) -> Vec<&'a str> {
@@ -305,54 +221,52 @@ impl<'a> Model<'a> {
         }
     }
 
-    fn note(
-        &mut self,
-        node: Node<'a>,
-        noted: Noted<'a>,
-        names: impl IntoIterator<Item = &'a str>,
-        lengths: &ListLengths,
-    ) {
+    fn note(&mut self, node: Node<'a>, noted: Noted<'a>, names: impl IntoIterator<Item = &'a str>) {
+        let walked = &mut self.walked;
         match noted {
             Noted::Call { scope, in_loop } => {
-                self.call_scopes.push(scope);
-                self.call_loops.push(in_loop);
-                self.calls.push(node);
+                walked.call_scopes.push(scope);
+                walked.call_loops.push(in_loop);
+                walked.calls.push(node);
                 let name = names.into_iter().next();
-                self.call_names.push(name);
+                walked.call_names.push(name);
                 if let Some(name) = name {
-                    self.calls_by_name
-                        .entry(name)
-                        .or_insert_with(|| ListLengths::list_for(&lengths.calls, name))
-                        .push(node);
+                    list_for(&mut walked.calls_by_name, name).push(node);
                 }
             }
-            Noted::Import => self.imports.add_statement(node, self.text),
+            Noted::Import => walked.import_nodes.push(node),
             Noted::Function => {
-                self.functions.push(node);
+                walked.functions.push(node);
                 for name in names {
-                    self.functions_by_name.entry(name).or_default().push(node);
+                    list_for(&mut walked.functions_by_name, name).push(node);
                 }
             }
-            Noted::Class => self.classes.push(node),
+            Noted::Class => walked.classes.push(node),
             Noted::Assignment => {
-                self.assignment_nodes.push(node);
+                walked.assignment_nodes.push(node);
                 for name in names {
-                    self.assignments
-                        .entry(name)
-                        .or_insert_with(|| ListLengths::list_for(&lengths.assignments, name))
-                        .push(node);
+                    list_for(&mut walked.assignments, name).push(node);
                 }
             }
             Noted::Loop { outer } => {
-                self.loop_nodes.push(node);
-                self.outer_loops.push(outer);
+                walked.loop_nodes.push(node);
+                walked.outer_loops.push(outer);
             }
             Noted::With { scope } => {
-                self.with_statements.push(node);
-                self.with_scopes.push(scope);
+                walked.with_statements.push(node);
+                walked.with_scopes.push(scope);
             }
         }
     }
+}
+
+/// The list of `name` in a name index, made when the name is new.
+fn list_for<'i, L: Default>(index: &'i mut HashMap<Box<str>, L>, name: &str) -> &'i mut L {
+    // Looked up by `&str` first: a name seen before (most of them) needs no key of its own.
+    if !index.contains_key(name) {
+        index.insert(name.into(), L::default());
+    }
+    index.get_mut(name).expect("just made")
 }
 
 #[cfg(test)]
@@ -360,36 +274,46 @@ mod tests {
     use foldhash::HashMap;
 
     use super::*;
+    use crate::document::Document;
     use crate::lint::LintContext;
-    use crate::parse::parse;
+    use crate::text::TextRange;
 
     fn ranges(nodes: &[Node<'_>]) -> String {
-        format!("{:?}", nodes.iter().map(Node::byte_range).collect::<Vec<_>>())
+        format!("{:?}", nodes.iter().map(|n| (n.byte_range(), n.start_position(), n.kind())).collect::<Vec<_>>())
     }
 
     /// Everything the walk gives the model, as plain data.
     fn noted(model: &Model<'_>) -> Vec<String> {
+        let walked = &model.walked;
         let maybe = |nodes: &[Option<Node<'_>>]| {
             format!("{:?}", nodes.iter().map(|n| n.map(|n| n.byte_range())).collect::<Vec<_>>())
         };
-        fn by_name<'a, N: std::ops::Deref<Target = [Node<'a>]>>(map: &HashMap<&str, N>) -> String {
+        fn by_name<'a, N: std::ops::Deref<Target = [Node<'a>]>>(map: &HashMap<Box<str>, N>) -> String {
             let mut names: Vec<_> = map.iter().map(|(name, nodes)| format!("{name}: {}", ranges(nodes))).collect();
             names.sort();
             names.join("; ")
         }
+        // A node placed in the tree must be the tree's own: its parent is found from the root.
+        let parents =
+            |nodes: &[Node<'_>]| format!("{:?}", nodes.iter().map(|n| n.parent().map(|p| p.id())).collect::<Vec<_>>());
         vec![
-            ranges(&model.calls),
-            maybe(&model.call_scopes),
-            maybe(&model.call_loops),
-            ranges(&model.loop_nodes),
-            maybe(&model.outer_loops),
-            ranges(&model.with_statements),
-            maybe(&model.with_scopes),
-            ranges(&model.functions),
-            ranges(&model.classes),
-            by_name(&model.calls_by_name),
-            by_name(&model.functions_by_name),
-            by_name(&model.assignments),
+            ranges(&walked.calls),
+            parents(&walked.calls),
+            maybe(&walked.call_scopes),
+            maybe(&walked.call_loops),
+            format!("{:?}", walked.call_names),
+            ranges(&walked.loop_nodes),
+            maybe(&walked.outer_loops),
+            ranges(&walked.with_statements),
+            maybe(&walked.with_scopes),
+            ranges(&walked.functions),
+            parents(&walked.functions),
+            ranges(&walked.classes),
+            by_name(&walked.calls_by_name),
+            by_name(&walked.functions_by_name),
+            by_name(&walked.assignments),
+            ranges(&walked.assignment_nodes),
+            ranges(&walked.import_nodes),
             format!("{:?} {:?}", model.imports.statements, model.imports.wildcard_modules),
             bindings(&model.imports),
             model.mentions_cuda.to_string(),
@@ -401,30 +325,68 @@ mod tests {
         format!("{:?}", imports.sorted_bindings())
     }
 
-    /// Every fixture and example, walked whole and statement by statement, cold and warm.
+    /// The walk of `document` through `cache`, compared with a walk of its tree without one; the
+    /// walk is then kept for the next.
+    fn assert_carried(document: &mut Document, cache: &WalkCache, what: &str) {
+        let text = document.text().to_owned();
+        let tree = document.tree().clone();
+        let fresh = noted(&Model::new(&text, &tree, LintContext::default()));
+        let model = Model::with_cache(&text, &tree, LintContext::default(), Some(cache));
+        assert_eq!(noted(&model), fresh, "{what}:\n{text}");
+        cache.keep(model);
+    }
+
+    /// Every fixture and example, typed through as an editor does (code that joins a statement,
+    /// code that breaks it, a new statement, a line break, an indented line), and walked after
+    /// every keystroke through one cache: the carried walk notes what a fresh one does.
     #[test]
-    fn a_replayed_walk_notes_what_a_fresh_walk_notes() {
+    fn a_carried_walk_notes_what_a_fresh_walk_notes() {
         for path in crate::test_support::python_files() {
             let Ok(text) = std::fs::read_to_string(&path) else { continue };
-            let tree = parse(&text, None);
-            let fresh = noted(&Model::new(&text, &tree, LintContext::default()));
+            // As the server has it: a buffer whose first edit settles its tree (see `tree_reuse`).
+            let mut document = Document::unparsed(&text, 1);
             let cache = WalkCache::default();
-            for pass in ["cold", "warm"] {
-                let cached = noted(&Model::with_cache(&text, &tree, LintContext::default(), Some(&cache)));
-                assert_eq!(cached, fresh, "{} ({pass} cache)", path.display());
+            let lines: Vec<usize> = text.match_indices('\n').map(|(i, _)| i).collect();
+            for (n, &at) in lines.iter().enumerate().step_by(11) {
+                let typed = [" * 2", "(", "\nimport torch", "\n    x = f(y)", "\n\ndef g():\n    h()"][n % 5];
+                let mut offset = at;
+                for c in typed.chars() {
+                    document.edit(TextRange::empty(offset), &c.to_string());
+                    offset += c.len_utf8();
+                    assert_carried(&mut document, &cache, &format!("{} typing", path.display()));
+                }
+                document.edit(TextRange::new(at, offset), "");
+                assert_carried(&mut document, &cache, &format!("{} deleting", path.display()));
             }
+            assert_eq!(document.text(), text);
         }
     }
 
-    /// The test above would pass with a cache that is never read; this one fails then.
+    /// The test above would pass with a walk that is never carried; this one fails then: the
+    /// carried notes are poisoned, and the statements the edit left keep the poison.
     #[test]
-    fn statements_seen_before_are_replayed() {
+    fn statements_the_edit_left_are_carried_not_walked_again() {
         let text = include_str!("../../../examples/train_resnet.py");
-        let tree = parse(text, None);
+        // As the server has it: a buffer whose first edit settled its tree (see `tree_reuse`).
+        let mut document = Document::unparsed(text, 1);
+        document.edit(TextRange::empty(text.len()), "\n");
+        let text = document.text().to_owned();
         let cache = WalkCache::default();
-        assert!(!Model::with_cache(text, &tree, LintContext::default(), Some(&cache)).calls.is_empty());
-        cache.statements.replace_all(|_| WalkedStatement { found: Vec::new(), mentions_cuda: false });
-        let replayed = Model::with_cache(text, &tree, LintContext::default(), Some(&cache));
-        assert!(replayed.calls.is_empty(), "statements were walked again");
+        let tree = document.tree().clone();
+        let model = Model::with_cache(&text, &tree, LintContext::default(), Some(&cache));
+        let calls = model.walked.calls.len();
+        assert!(calls > 10);
+        // Keep a walk that noted no call at all.
+        let mut poisoned = model;
+        poisoned.walked.calls = InSourceOrder::default();
+        poisoned.walked.call_scopes.clear();
+        poisoned.walked.call_loops.clear();
+        poisoned.walked.call_names.clear();
+        cache.keep(poisoned);
+        // An edit in the last statement: only that statement is walked again.
+        document.edit(TextRange::empty(text.trim_end().len()), " ");
+        let tree = document.tree().clone();
+        let model = Model::with_cache(document.text(), &tree, LintContext::default(), Some(&cache));
+        assert!(model.walked.calls.len() < calls / 2, "the statements were walked again");
     }
 }

@@ -1,0 +1,430 @@
+//! What the model's walk noted in an edited buffer's last lint, carried into the next lint's tree.
+//!
+//! An edit changes one top-level statement, and tree-sitter's reparse shares every other
+//! statement's subtree with the last tree (see [`crate::tree_reuse`]). The walk of a statement
+//! depends on that statement alone, so what it noted there last time still holds: the same nodes,
+//! moved by the statement's shift in bytes and rows. Rebuilding the model's lists and name indices
+//! from each statement's notes cost a large script's keystroke millions of instructions, and an
+//! editor waits for the model before any rule runs. Here the last lint's lists are kept whole:
+//! each node is moved into the new tree in place, the notes of changed and removed statements are
+//! dropped, and the walk of the new statements is merged in by position. The name indices keep
+//! their keys and their lists.
+//!
+//! Moving a node rests on the facts [`crate::tree_reuse`] states: a carried statement's subtree is
+//! the very subtree of a statement in the new tree (equal pointers, with the last tree held alive
+//! until the move is done, so the address cannot have been reused), and a node of a shared subtree
+//! lies at the same offsets from its statement's start as before. A statement whose start moved to
+//! another column is walked again: the columns on its first row would move with it. The
+//! statement's own node is the one exception to "the same node": its slot lies in the module's
+//! node, which the reparse rebuilds, so it is replaced by the new tree's statement.
+
+use foldhash::{HashMap, HashMapExt};
+use tree_sitter::{Node, Tree, ffi};
+
+use super::source_order::{InSourceOrder, start_of};
+use super::walk::Walked;
+use crate::grammar_ids;
+use crate::tree_reuse::subtree_of;
+
+/// The last lint's walk, kept for the next lint of the same buffer.
+pub(super) struct Carried {
+    /// The nodes are those of the last tree; nothing reads them until [`Carried::carry`] has
+    /// moved them.
+    walked: Walked<'static>,
+    /// The callee name of each call (same index as the calls), as a byte range of the text.
+    call_names: Vec<Option<(u32, u32)>>,
+    statements: Vec<CarriedStatement>,
+    /// Held so that the carried statements' subtrees stay alive: an address the new tree shares
+    /// is then the same subtree, never a new one allocated where a freed one was.
+    _tree: Tree,
+}
+
+/// A top-level statement of the last lint's tree.
+struct CarriedStatement {
+    subtree: Option<usize>,
+    /// Its node's identity: the statement's own node is replaced, not moved.
+    id: usize,
+    start: usize,
+    row: u32,
+    column: u32,
+    names_cuda: bool,
+}
+
+/// How far a carried statement moved, in bytes and rows.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Shift {
+    bytes: i64,
+    rows: i64,
+}
+
+/// The carried statements from one byte of the last text up to `end`: all moved by `shift`, or
+/// (`None`) all changed or removed by the edit.
+#[derive(Clone, Copy)]
+struct Run {
+    end: usize,
+    shift: Option<Shift>,
+}
+
+/// How the last lint's statements map onto this lint's.
+pub(super) struct Plan<'a> {
+    /// Runs of carried statements, in order, covering the whole of the last text: an edit makes
+    /// three (before it, the statements it changed, after it), with a few more where the reparse
+    /// rebuilt a statement it need not have.
+    runs: Vec<Run>,
+    /// The new node of each carried statement's node, by the old node's identity.
+    statements: HashMap<usize, Node<'a>>,
+    /// For each statement of the new tree: the carried statement it is, if any.
+    carried_from: Vec<Option<usize>>,
+    tree: *const ffi::TSTree,
+}
+
+impl Plan<'_> {
+    /// The carried statement that `statement` (an index into the new tree's statements) is.
+    pub fn carried_from(&self, statement: usize) -> Option<usize> {
+        self.carried_from[statement]
+    }
+}
+
+impl Carried {
+    /// Keep what a lint's walk noted in `statements` of `tree` for the next lint; `cuda` tells
+    /// whether each statement names CUDA.
+    pub fn keep<'a>(walked: Walked<'a>, text: &'a str, tree: &'a Tree, statements: &[Node<'a>], cuda: &[bool]) -> Self {
+        let base = text.as_ptr() as usize;
+        let call_names = walked
+            .call_names
+            .iter()
+            .map(|name| name.map(|name| ((name.as_ptr() as usize - base) as u32, name.len() as u32)))
+            .collect();
+        let statements = statements
+            .iter()
+            .zip(cuda)
+            .map(|(statement, names_cuda)| {
+                let raw = statement.into_raw();
+                CarriedStatement {
+                    subtree: subtree_of(*statement),
+                    id: raw.id as usize,
+                    start: raw.context[0] as usize,
+                    row: raw.context[1],
+                    column: raw.context[2],
+                    names_cuda: *names_cuda,
+                }
+            })
+            .collect();
+        // SAFETY: only the lifetime changes. The nodes are raw parts (pointers and offsets, no
+        // references), and nothing calls into them until `carry` has moved them into a tree that
+        // holds their subtrees; `_tree` keeps those subtrees alive until then. The callee names,
+        // slices of a text that may be gone by then, are kept as byte ranges instead.
+        let walked = unsafe { std::mem::transmute::<Walked<'a>, Walked<'static>>(walked.without_call_names()) };
+        Self { walked, call_names, statements, _tree: tree.clone() }
+    }
+
+    /// How the carried statements map onto `statements`, those of `tree`; `None` when they do
+    /// not map in order (then every statement is walked anew).
+    pub fn plan<'a>(&self, tree: &'a Tree, statements: &[Node<'a>]) -> Option<Plan<'a>> {
+        let mut by_subtree: HashMap<usize, usize> = HashMap::with_capacity(statements.len());
+        for (index, statement) in statements.iter().enumerate() {
+            if let Some(subtree) = subtree_of(*statement) {
+                by_subtree.insert(subtree, index);
+            }
+        }
+        let mut runs: Vec<Run> = Vec::new();
+        let mut moved = HashMap::with_capacity(self.statements.len());
+        let mut carried_from = vec![None; statements.len()];
+        let (mut last_new, mut previous_start) = (None, None);
+        for (index, old) in self.statements.iter().enumerate() {
+            let found = old.subtree.and_then(|subtree| by_subtree.get(&subtree).copied());
+            let found = found.map(|new_index| (new_index, statements[new_index])).filter(|(_, statement)| {
+                // The columns of a statement's first row move with its start.
+                statement.into_raw().context[2] == old.column
+            });
+            let shift = match found {
+                Some((new_index, statement)) => {
+                    // A call or an assignment is always inside a statement, never one: only the
+                    // nodes of the lists that can hold a statement are looked up by identity.
+                    if grammar_ids::CALL.contains(statement) || grammar_ids::ASSIGNMENT.contains(statement) {
+                        return None;
+                    }
+                    // Shared subtrees keep their order; anything else is not a reparse of the last tree.
+                    if last_new.is_some_and(|last| last >= new_index) {
+                        return None;
+                    }
+                    last_new = Some(new_index);
+                    carried_from[new_index] = Some(index);
+                    moved.insert(old.id, statement);
+                    let start = statement.into_raw().context;
+                    Some(Shift {
+                        bytes: i64::from(start[0]) - old.start as i64,
+                        rows: i64::from(start[1]) - i64::from(old.row),
+                    })
+                }
+                None => None,
+            };
+            // Statements that share a start would leave a node's statement unclear.
+            if previous_start.is_some_and(|previous| previous >= old.start) {
+                return None;
+            }
+            previous_start = Some(old.start);
+            // A run ends where the first statement moved otherwise starts.
+            match runs.last_mut() {
+                Some(last) if last.shift == shift => {}
+                Some(last) => {
+                    last.end = old.start;
+                    runs.push(Run { end: usize::MAX, shift });
+                }
+                None => runs.push(Run { end: usize::MAX, shift }),
+            }
+        }
+        if runs.is_empty() {
+            runs.push(Run { end: usize::MAX, shift: None });
+        }
+        let tree = tree.root_node().into_raw().tree;
+        Some(Plan { runs, statements: moved, carried_from, tree })
+    }
+
+    /// Whether the carried statement `index` names CUDA.
+    pub fn names_cuda(&self, index: usize) -> bool {
+        self.statements[index].names_cuda
+    }
+
+    /// The carried notes moved into the plan's tree, with `fresh`, the walk of the statements not
+    /// carried, merged in by position. `text` is the new tree's text.
+    pub fn carry<'a>(self, plan: &Plan<'a>, fresh: Walked<'a>, text: &'a str) -> Walked<'a> {
+        let Self { walked, call_names, .. } = self;
+        // SAFETY: only the lifetime changes (see `keep`). From here on the carried nodes are
+        // typed as this tree's but are still the last tree's: each one is read only through a
+        // mover, which places it in this tree before anything calls into it.
+        let mut walked = unsafe { std::mem::transmute::<Walked<'static>, Walked<'a>>(walked) };
+        let mut mover = Mover::new(plan);
+        carry_calls(&mut mover, &mut walked, &call_names, text);
+        let inside = Placing::InsideStatements;
+        let anywhere = Placing::Anywhere;
+        carry_with_column(&mut mover, &mut walked.loop_nodes, &mut walked.outer_loops);
+        carry_with_column(&mut mover, &mut walked.with_statements, &mut walked.with_scopes);
+        mover.carry_ordered(&mut walked.assignment_nodes, inside);
+        mover.carry_vec(&mut walked.functions, anywhere);
+        mover.carry_vec(&mut walked.classes, anywhere);
+        mover.carry_vec(&mut walked.import_nodes, anywhere);
+        walked.calls_by_name.retain(|_, calls| {
+            mover.carry_ordered(calls, inside);
+            !calls.is_empty()
+        });
+        walked.assignments.retain(|_, assignments| {
+            mover.carry_ordered(assignments, inside);
+            !assignments.is_empty()
+        });
+        walked.functions_by_name.retain(|_, functions| {
+            mover.carry_vec(functions, anywhere);
+            !functions.is_empty()
+        });
+        merge_fresh(&mut walked, fresh);
+        walked
+    }
+}
+
+/// Whether a list's nodes can be top-level statements themselves (definitions, loops, `with`
+/// and import statements), which are replaced rather than moved.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Placing {
+    InsideStatements,
+    Anywhere,
+}
+
+/// Moves carried nodes into the plan's tree. A list's nodes come in source order, so the run of
+/// each is looked for from the last one's.
+struct Mover<'p, 'a> {
+    plan: &'p Plan<'a>,
+    run: usize,
+    /// The last node looked up by identity, and what that found: the calls of one function
+    /// share their scope, and a lookup costs a hash.
+    last_lookup: (usize, Option<Node<'a>>),
+}
+
+impl<'p, 'a> Mover<'p, 'a> {
+    fn new(plan: &'p Plan<'a>) -> Self {
+        Self { plan, run: 0, last_lookup: (0, None) }
+    }
+
+    /// How far the statement holding a carried node that starts at byte `start` of the last text
+    /// moved; `None` when the edit changed or removed it.
+    fn shift_at(&mut self, start: usize) -> Option<Shift> {
+        let runs = &self.plan.runs;
+        let after_previous = self.run == 0 || runs[self.run - 1].end <= start;
+        if !(after_previous && start < runs[self.run].end) {
+            self.run = runs.partition_point(|run| run.end <= start).min(runs.len() - 1);
+        }
+        runs[self.run].shift
+    }
+
+    /// `node`, a carried node moved by `shift`, in the new tree.
+    fn place(&mut self, node: Node<'a>, shift: Shift, placing: Placing) -> Node<'a> {
+        let mut raw = node.into_raw();
+        if placing == Placing::Anywhere {
+            let id = raw.id as usize;
+            if self.last_lookup.0 != id {
+                self.last_lookup = (id, self.plan.statements.get(&id).copied());
+            }
+            if let Some(statement) = self.last_lookup.1 {
+                return statement;
+            }
+        }
+        raw.context[0] = (i64::from(raw.context[0]) + shift.bytes) as u32;
+        raw.context[1] = (i64::from(raw.context[1]) + shift.rows) as u32;
+        raw.tree = self.plan.tree;
+        // SAFETY: the node lies in a carried statement whose subtree the new tree shares (see the
+        // module's comment), and it is not that statement's own node (those are replaced above,
+        // and a list placed as lying inside statements never holds one: see `Carried::plan`), so
+        // its slot is memory of that subtree; its start is the statement's new start plus the
+        // offsets it had, in bytes and rows, and in columns, since the statement starts at the
+        // same column.
+        unsafe { Node::from_raw(raw) }
+    }
+
+    /// `node` moved into the new tree, or `None` when its statement is not carried.
+    fn carried(&mut self, node: Node<'a>, placing: Placing) -> Option<Node<'a>> {
+        let shift = self.shift_at(start_of(node))?;
+        Some(self.place(node, shift, placing))
+    }
+
+    fn carry_vec<V>(&mut self, nodes: &mut V, placing: Placing)
+    where
+        V: std::ops::DerefMut<Target = [Node<'a>]> + Truncate,
+    {
+        self.run = 0;
+        let mut kept = 0;
+        for at in 0..nodes.len() {
+            if let Some(node) = self.carried(nodes[at], placing) {
+                nodes[kept] = node;
+                kept += 1;
+            }
+        }
+        nodes.truncate_to(kept);
+    }
+
+    fn carry_ordered(&mut self, nodes: &mut InSourceOrder<'a>, placing: Placing) {
+        self.run = 0;
+        nodes.move_in_place(|node| self.carried(node, placing));
+    }
+}
+
+/// Lists that can be cut short in place.
+trait Truncate {
+    fn truncate_to(&mut self, length: usize);
+}
+
+impl<T> Truncate for Vec<T> {
+    fn truncate_to(&mut self, length: usize) {
+        self.truncate(length);
+    }
+}
+
+impl<A: smallvec::Array> Truncate for smallvec::SmallVec<A> {
+    fn truncate_to(&mut self, length: usize) {
+        self.truncate(length);
+    }
+}
+
+/// The calls, with their scopes, loops and callee names beside them.
+fn carry_calls<'a>(mover: &mut Mover<'_, 'a>, walked: &mut Walked<'a>, names: &[Option<(u32, u32)>], text: &'a str) {
+    let Walked { calls, call_scopes, call_loops, call_names, .. } = walked;
+    let (scopes, loops) = (call_scopes, call_loops);
+    call_names.clear();
+    call_names.reserve(calls.len());
+    mover.run = 0;
+    let mut at = 0;
+    calls.move_in_place(|call| {
+        let i = at;
+        at += 1;
+        let shift = mover.shift_at(start_of(call))?;
+        let kept = call_names.len();
+        scopes[kept] = scopes[i].map(|scope| mover.place(scope, shift, Placing::Anywhere));
+        loops[kept] = loops[i].map(|in_loop| mover.place(in_loop, shift, Placing::Anywhere));
+        call_names.push(names[i].map(|(start, length)| {
+            let start = (i64::from(start) + shift.bytes) as usize;
+            &text[start..start + length as usize]
+        }));
+        Some(mover.place(call, shift, Placing::InsideStatements))
+    });
+    scopes.truncate(call_names.len());
+    loops.truncate(call_names.len());
+}
+
+/// A source-ordered list with a column of optional nodes beside it (a loop's outer loop).
+fn carry_with_column<'a>(mover: &mut Mover<'_, 'a>, nodes: &mut InSourceOrder<'a>, column: &mut Vec<Option<Node<'a>>>) {
+    mover.run = 0;
+    let (mut at, mut kept) = (0, 0);
+    nodes.move_in_place(|node| {
+        let i = at;
+        at += 1;
+        let shift = mover.shift_at(start_of(node))?;
+        column[kept] = column[i].map(|other| mover.place(other, shift, Placing::Anywhere));
+        kept += 1;
+        Some(mover.place(node, shift, Placing::Anywhere))
+    });
+    column.truncate(kept);
+}
+
+/// Merge the walk of the statements not carried into the carried notes, by position: their
+/// nodes lie between the carried statements'.
+fn merge_fresh<'a>(walked: &mut Walked<'a>, fresh: Walked<'a>) {
+    let points = walked.calls.insertion_points(&fresh.calls);
+    walked.calls.insert_at(&points, &fresh.calls);
+    insert_column(&mut walked.call_scopes, &points, &fresh.call_scopes);
+    insert_column(&mut walked.call_loops, &points, &fresh.call_loops);
+    insert_column(&mut walked.call_names, &points, &fresh.call_names);
+    let points = walked.loop_nodes.insertion_points(&fresh.loop_nodes);
+    walked.loop_nodes.insert_at(&points, &fresh.loop_nodes);
+    insert_column(&mut walked.outer_loops, &points, &fresh.outer_loops);
+    let points = walked.with_statements.insertion_points(&fresh.with_statements);
+    walked.with_statements.insert_at(&points, &fresh.with_statements);
+    insert_column(&mut walked.with_scopes, &points, &fresh.with_scopes);
+    let points = walked.assignment_nodes.insertion_points(&fresh.assignment_nodes);
+    walked.assignment_nodes.insert_at(&points, &fresh.assignment_nodes);
+    insert_nodes(&mut walked.functions, &fresh.functions);
+    insert_nodes(&mut walked.classes, &fresh.classes);
+    insert_nodes(&mut walked.import_nodes, &fresh.import_nodes);
+    for (name, calls) in fresh.calls_by_name {
+        let list = walked.calls_by_name.entry(name).or_default();
+        let points = list.insertion_points(&calls);
+        list.insert_at(&points, &calls);
+    }
+    for (name, assignments) in fresh.assignments {
+        let list = walked.assignments.entry(name).or_default();
+        let points = list.insertion_points(&assignments);
+        list.insert_at(&points, &assignments);
+    }
+    for (name, functions) in fresh.functions_by_name {
+        let list = walked.functions_by_name.entry(name).or_default();
+        for function in functions {
+            let at = list.partition_point(|f| start_of(*f) < start_of(function));
+            list.insert(at, function);
+        }
+    }
+}
+
+/// Insert `fresh` into a source-ordered vector of nodes by position.
+fn insert_nodes<'a>(nodes: &mut Vec<Node<'a>>, fresh: &[Node<'a>]) {
+    let points: Vec<usize> = fresh.iter().map(|f| nodes.partition_point(|n| start_of(*n) < start_of(*f))).collect();
+    insert_column(nodes, &points, fresh);
+}
+
+/// Insert `fresh[i]` before `column[points[i]]`, for every `i` (`points` ascending).
+pub(super) fn insert_column<T: Copy>(column: &mut Vec<T>, points: &[usize], fresh: &[T]) {
+    match (points.first(), points.last()) {
+        (None, _) | (_, None) => {}
+        // The usual edit: one place, where the new statement's nodes go in one piece.
+        (Some(first), Some(last)) if first == last => {
+            column.splice(*first..*first, fresh.iter().copied());
+        }
+        _ => {
+            let mut merged = Vec::with_capacity(column.len() + fresh.len());
+            let mut from = 0;
+            for (point, value) in points.iter().zip(fresh) {
+                merged.extend_from_slice(&column[from..*point]);
+                merged.push(*value);
+                from = *point;
+            }
+            merged.extend_from_slice(&column[from..]);
+            *column = merged;
+        }
+    }
+}
