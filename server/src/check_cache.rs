@@ -226,7 +226,8 @@ impl KeptChecks {
         rule: &Rule,
         index: usize,
         statement: Node<'_>,
-    ) -> Option<(Vec<Diagnostic>, Arc<RuleFindings>)> {
+        found: &mut Vec<Diagnostic>,
+    ) -> Option<Arc<RuleFindings>> {
         if !self.reusable || !rule.cached_per_statement {
             return None;
         }
@@ -237,8 +238,8 @@ impl KeptChecks {
             && *findings.tail == *tail_after(model.text, statement.start_byte() + kept.len);
         still_hold.then(|| {
             let start = statement.start_byte();
-            let moved = findings.diagnostics.iter().map(|d| moved(d, |offset| start + offset)).collect();
-            (moved, Arc::clone(findings))
+            found.extend(findings.diagnostics.iter().map(|d| moved(d, |offset| start + offset)));
+            Arc::clone(findings)
         })
     }
 

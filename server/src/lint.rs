@@ -4,8 +4,8 @@ use rayon::prelude::*;
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use tree_sitter::{Node, Tree};
 
 pub use crate::candidates::compile_query;
@@ -218,6 +218,9 @@ pub struct StatementCache {
     /// Whether the last lint had rules to run: then the next one chooses its rules while the
     /// model is built (see [`lint_rules`]).
     had_rules: AtomicBool,
+    /// How many findings each rule had at the last lint, by code: the next one makes room for as
+    /// many at once.
+    found: Mutex<foldhash::HashMap<&'static str, usize>>,
 }
 
 impl StatementCache {
@@ -313,10 +316,14 @@ fn lint_rules<'a>(
     if let Some((model, active, candidates)) = checked {
         let session = cache.and_then(|c| c.checks.open(&model, tree, context, settings));
         let kept_checks = session.as_ref().map(CheckSession::kept_checks);
+        let found_before =
+            cache.map(|c| c.found.lock().unwrap_or_else(PoisonError::into_inner).clone()).unwrap_or_default();
+        let found_last_time = |rule: &Rule| found_before.get(rule.code).copied().unwrap_or(0);
         // Rules check independently of each other, so they share the cores: on a large file an
         // editor waits for the slowest half rather than for all of them one after another.
         let by_rule: Vec<(Vec<Diagnostic>, Vec<KeptFindings>)> = active
-            .into_par_iter()
+            .par_iter()
+            .copied()
             .zip(candidates)
             .map(|(rule, candidates)| {
                 let mut checker = Checker {
@@ -327,7 +334,7 @@ fn lint_rules<'a>(
                     memo: foldhash::HashMap::default(),
                 };
                 let kept = match kept_checks {
-                    Some(session) => check_statements(&mut checker, &candidates, session),
+                    Some(session) => check_statements(&mut checker, &candidates, session, found_last_time(rule)),
                     None => {
                         candidates.iter().for_each(|candidate| (rule.check)(&mut checker, candidate));
                         Vec::new()
@@ -340,6 +347,11 @@ fn lint_rules<'a>(
                 (found, kept)
             })
             .collect();
+        if let Some(cache) = cache {
+            let mut found = cache.found.lock().unwrap_or_else(PoisonError::into_inner);
+            found.clear();
+            found.extend(active.iter().zip(&by_rule).map(|(rule, (findings, _))| (rule.code, findings.len())));
+        }
         let mut kept_by_statement: Vec<Vec<(&'static Rule, Arc<RuleFindings>)>> = Vec::new();
         for (found, kept) in by_rule {
             diagnostics.extend(found);
@@ -381,6 +393,7 @@ fn check_statements<'a>(
     checker: &mut Checker<'_, 'a>,
     candidates: &[Candidate<'a>],
     session: &KeptChecks,
+    found_last_time: usize,
 ) -> Vec<KeptFindings> {
     let model = checker.model;
     let rule = checker.rule;
@@ -389,7 +402,10 @@ fn check_statements<'a>(
     let mut by_statement: Vec<(Option<usize>, &Candidate<'a>)> =
         candidates.iter().map(|c| (c.statement.or_else(|| model.top_level_index(c.node)), c)).collect();
     by_statement.sort_by_key(|(statement, _)| *statement);
-    let mut kept = Vec::new();
+    // A rule finds about as much in a buffer as it did at the last keystroke: room for that from
+    // the start spares copying the findings over as their list grows.
+    let mut kept = Vec::with_capacity(by_statement.chunk_by(|a, b| a.0 == b.0).count());
+    checker.diagnostics.reserve(found_last_time);
     for group in by_statement.chunk_by(|a, b| a.0 == b.0) {
         let run = |checker: &mut Checker<'_, 'a>| group.iter().for_each(|(_, c)| (rule.check)(checker, c));
         let Some(index) = group[0].0 else {
@@ -397,8 +413,7 @@ fn check_statements<'a>(
             continue;
         };
         let statement = model.top_level()[index];
-        if let Some((diagnostics, findings)) = session.kept(model, rule, index, statement) {
-            checker.diagnostics.extend(diagnostics);
+        if let Some(findings) = session.kept(model, rule, index, statement, &mut checker.diagnostics) {
             kept.push((index, rule, findings));
             continue;
         }
