@@ -246,6 +246,7 @@ impl<'p, 'a> Mover<'p, 'a> {
 
     /// How far the statement holding a carried node that starts at byte `start` of the last text
     /// moved; `None` when the edit changed or removed it.
+    #[inline]
     fn shift_at(&mut self, start: usize) -> Option<Shift> {
         let runs = &self.plan.runs;
         let after_previous = self.run == 0 || runs[self.run - 1].end <= start;
@@ -256,6 +257,7 @@ impl<'p, 'a> Mover<'p, 'a> {
     }
 
     /// `node`, a carried node moved by `shift`, in the new tree.
+    #[inline]
     fn place(&mut self, node: Node<'a>, shift: Shift, placing: Placing) -> Node<'a> {
         let mut raw = node.into_raw();
         if placing == Placing::Anywhere {
@@ -280,6 +282,7 @@ impl<'p, 'a> Mover<'p, 'a> {
     }
 
     /// `node` moved into the new tree, or `None` when its statement is not carried.
+    #[inline]
     fn carried(&mut self, node: Node<'a>, placing: Placing) -> Option<Node<'a>> {
         let shift = self.shift_at(start_of(node))?;
         Some(self.place(node, shift, placing))
