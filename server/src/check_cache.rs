@@ -20,8 +20,9 @@
 //!   (a trailing comment may).
 //!
 //! A statement with a syntax error keeps no findings: what the parser makes of broken text
-//! depends on what surrounds it (the walks and queries of [`crate::semantic`] and
-//! [`crate::candidates`] keep nothing of it either). Only the findings of rules marked
+//! depends on what surrounds it (the queries of [`crate::candidates`] keep nothing of it either;
+//! the model's walk carries its notes of a statement only while the reparse shares the very
+//! subtree they were made of, whatever it holds). Only the findings of rules marked
 //! [`Rule::cached_per_statement`] are kept. The fuzz target `document_edits`, the keystroke
 //! benchmark's `--verify` and the tests below check that a kept lint reports what a fresh one does.
 
