@@ -229,11 +229,10 @@ enum Placing {
     Anywhere,
 }
 
-/// Moves carried nodes into the plan's tree. A list's nodes come in source order, so the run of
-/// each is looked for from the last one's.
+/// Moves carried nodes into the plan's tree. A list's nodes come in source order, so each run of
+/// statements holds a stretch of them, found by a binary search, and moved by one shift.
 struct Mover<'p, 'a> {
     plan: &'p Plan<'a>,
-    run: usize,
     /// The last node looked up by identity, and what that found: the calls of one function
     /// share their scope, and a lookup costs a hash.
     last_lookup: (usize, Option<Node<'a>>),
@@ -241,19 +240,7 @@ struct Mover<'p, 'a> {
 
 impl<'p, 'a> Mover<'p, 'a> {
     fn new(plan: &'p Plan<'a>) -> Self {
-        Self { plan, run: 0, last_lookup: (0, None) }
-    }
-
-    /// How far the statement holding a carried node that starts at byte `start` of the last text
-    /// moved; `None` when the edit changed or removed it.
-    #[inline]
-    fn shift_at(&mut self, start: usize) -> Option<Shift> {
-        let runs = &self.plan.runs;
-        let after_previous = self.run == 0 || runs[self.run - 1].end <= start;
-        if !(after_previous && start < runs[self.run].end) {
-            self.run = runs.partition_point(|run| run.end <= start).min(runs.len() - 1);
-        }
-        runs[self.run].shift
+        Self { plan, last_lookup: (0, None) }
     }
 
     /// `node`, a carried node moved by `shift`, in the new tree.
@@ -281,31 +268,45 @@ impl<'p, 'a> Mover<'p, 'a> {
         unsafe { Node::from_raw(raw) }
     }
 
-    /// `node` moved into the new tree, or `None` when its statement is not carried.
-    #[inline]
-    fn carried(&mut self, node: Node<'a>, placing: Placing) -> Option<Node<'a>> {
-        let shift = self.shift_at(start_of(node))?;
-        Some(self.place(node, shift, placing))
+    /// Move the carried nodes of a source-ordered list in place, dropping those of statements the
+    /// edit changed or removed; `beside(mover, from, to, shift)` moves the entry `from` of the
+    /// columns beside the list to `to`. Returns how many nodes are kept.
+    fn carry(
+        &mut self,
+        nodes: &mut [Node<'a>],
+        placing: Placing,
+        mut beside: impl FnMut(&mut Self, usize, usize, Shift),
+    ) -> usize {
+        let (mut kept, mut from) = (0, 0);
+        for run in &self.plan.runs {
+            let to = from + nodes[from..].partition_point(|node| start_of(*node) < run.end);
+            if let Some(shift) = run.shift {
+                for at in from..to {
+                    nodes[kept] = self.place(nodes[at], shift, placing);
+                    beside(self, at, kept, shift);
+                    kept += 1;
+                }
+            }
+            from = to;
+        }
+        kept
     }
 
     fn carry_vec<V>(&mut self, nodes: &mut V, placing: Placing)
     where
         V: std::ops::DerefMut<Target = [Node<'a>]> + Truncate,
     {
-        self.run = 0;
-        let mut kept = 0;
-        for at in 0..nodes.len() {
-            if let Some(node) = self.carried(nodes[at], placing) {
-                nodes[kept] = node;
-                kept += 1;
-            }
-        }
+        let kept = self.carry(nodes, placing, |_, _, _, _| {});
         nodes.truncate_to(kept);
     }
 
-    fn carry_ordered(&mut self, nodes: &mut InSourceOrder<'a>, placing: Placing) {
-        self.run = 0;
-        nodes.move_in_place(|node| self.carried(node, placing));
+    fn carry_ordered(&mut self, list: &mut InSourceOrder<'a>, placing: Placing) {
+        let (nodes, starts) = list.parts_mut();
+        let kept = self.carry(nodes, placing, |_, from, to, shift| {
+            starts[to] = (starts[from] as i64 + shift.bytes) as usize;
+        });
+        nodes.truncate(kept);
+        starts.truncate(kept);
     }
 }
 
@@ -328,41 +329,35 @@ impl<A: smallvec::Array> Truncate for smallvec::SmallVec<A> {
 
 /// The calls, with their scopes, loops and callee names beside them.
 fn carry_calls<'a>(mover: &mut Mover<'_, 'a>, walked: &mut Walked<'a>, names: &[Option<(u32, u32)>], text: &'a str) {
-    let Walked { calls, call_scopes, call_loops, call_names, .. } = walked;
-    let (scopes, loops) = (call_scopes, call_loops);
+    let Walked { calls, call_scopes: scopes, call_loops: loops, call_names, .. } = walked;
     call_names.clear();
-    call_names.reserve(calls.len());
-    mover.run = 0;
-    let mut at = 0;
-    calls.move_in_place(|call| {
-        let i = at;
-        at += 1;
-        let shift = mover.shift_at(start_of(call))?;
-        let kept = call_names.len();
-        scopes[kept] = scopes[i].map(|scope| mover.place(scope, shift, Placing::Anywhere));
-        loops[kept] = loops[i].map(|in_loop| mover.place(in_loop, shift, Placing::Anywhere));
-        call_names.push(names[i].map(|(start, length)| {
+    call_names.resize(calls.len(), None);
+    let (nodes, starts) = calls.parts_mut();
+    let kept = mover.carry(nodes, Placing::InsideStatements, |mover, from, to, shift| {
+        starts[to] = (starts[from] as i64 + shift.bytes) as usize;
+        scopes[to] = scopes[from].map(|scope| mover.place(scope, shift, Placing::Anywhere));
+        loops[to] = loops[from].map(|in_loop| mover.place(in_loop, shift, Placing::Anywhere));
+        call_names[to] = names[from].map(|(start, length)| {
             let start = (i64::from(start) + shift.bytes) as usize;
             &text[start..start + length as usize]
-        }));
-        Some(mover.place(call, shift, Placing::InsideStatements))
+        });
     });
-    scopes.truncate(call_names.len());
-    loops.truncate(call_names.len());
+    nodes.truncate(kept);
+    starts.truncate(kept);
+    scopes.truncate(kept);
+    loops.truncate(kept);
+    call_names.truncate(kept);
 }
 
 /// A source-ordered list with a column of optional nodes beside it (a loop's outer loop).
-fn carry_with_column<'a>(mover: &mut Mover<'_, 'a>, nodes: &mut InSourceOrder<'a>, column: &mut Vec<Option<Node<'a>>>) {
-    mover.run = 0;
-    let (mut at, mut kept) = (0, 0);
-    nodes.move_in_place(|node| {
-        let i = at;
-        at += 1;
-        let shift = mover.shift_at(start_of(node))?;
-        column[kept] = column[i].map(|other| mover.place(other, shift, Placing::Anywhere));
-        kept += 1;
-        Some(mover.place(node, shift, Placing::Anywhere))
+fn carry_with_column<'a>(mover: &mut Mover<'_, 'a>, list: &mut InSourceOrder<'a>, column: &mut Vec<Option<Node<'a>>>) {
+    let (nodes, starts) = list.parts_mut();
+    let kept = mover.carry(nodes, Placing::Anywhere, |mover, from, to, shift| {
+        starts[to] = (starts[from] as i64 + shift.bytes) as usize;
+        column[to] = column[from].map(|other| mover.place(other, shift, Placing::Anywhere));
     });
+    nodes.truncate(kept);
+    starts.truncate(kept);
     column.truncate(kept);
 }
 

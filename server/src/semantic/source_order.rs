@@ -69,19 +69,9 @@ impl<'a> InSourceOrder<'a> {
 }
 
 impl<'a> InSourceOrder<'a> {
-    /// Replace every node with what `moved` makes of it, in place, dropping those it turns away
-    /// (`None`); the nodes it keeps must stay in source order.
-    pub fn move_in_place(&mut self, mut moved: impl FnMut(Node<'a>) -> Option<Node<'a>>) {
-        let mut kept = 0;
-        for at in 0..self.nodes.len() {
-            if let Some(node) = moved(self.nodes[at]) {
-                self.nodes[kept] = node;
-                self.starts[kept] = start_of(node);
-                kept += 1;
-            }
-        }
-        self.nodes.truncate(kept);
-        self.starts.truncate(kept);
+    /// The nodes and their starts, to move in place: they must stay in source order and in step.
+    pub(super) fn parts_mut(&mut self) -> (&mut Vec<Node<'a>>, &mut Vec<usize>) {
+        (&mut self.nodes, &mut self.starts)
     }
 
     /// Where each of `fresh` (in source order, none starting where a node of the list does) goes
