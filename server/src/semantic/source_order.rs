@@ -22,11 +22,6 @@ impl<'a> InSourceOrder<'a> {
         self.starts.reserve(additional);
     }
 
-    /// Room for how many nodes the list holds without growing.
-    pub fn capacity(&self) -> usize {
-        self.nodes.capacity()
-    }
-
     /// Add `node`, which starts at or after every node already in the list.
     pub fn push(&mut self, node: Node<'a>) {
         let start = start_of(node);
@@ -66,9 +61,7 @@ impl<'a> InSourceOrder<'a> {
         let after = self.starts.partition_point(|s| *s <= byte);
         after.checked_sub(1).map(|i| self.nodes[i])
     }
-}
 
-impl<'a> InSourceOrder<'a> {
     /// The nodes and their starts, to move in place: they must stay in source order and in step.
     pub(super) fn parts_mut(&mut self) -> (&mut Vec<Node<'a>>, &mut Vec<usize>) {
         (&mut self.nodes, &mut self.starts)
@@ -101,12 +94,6 @@ impl<'a> Deref for InSourceOrder<'a> {
 
     fn deref(&self) -> &[Node<'a>] {
         &self.nodes
-    }
-}
-
-impl<'a> Extend<Node<'a>> for InSourceOrder<'a> {
-    fn extend<I: IntoIterator<Item = Node<'a>>>(&mut self, nodes: I) {
-        nodes.into_iter().for_each(|node| self.push(node));
     }
 }
 

@@ -31,10 +31,20 @@ impl WalkCache {
 
     /// Keep what `model`'s walk noted for the next lint of the buffer.
     pub fn keep(&self, model: Model<'_>) {
-        let Some((walked, text, tree, statements, cuda)) = model.into_walked() else { return };
+        let Some(FinishedWalk { walked, text, tree, statements, cuda }) = model.into_walked() else { return };
         let carried = Carried::keep(walked, text, tree, &statements, &cuda);
         *self.carried.lock().unwrap_or_else(PoisonError::into_inner) = Some(carried);
     }
+}
+
+/// A lint's walk as a [`WalkCache`] keeps it: what it noted, in which text and tree, the
+/// top-level statements and whether each names CUDA (same index).
+struct FinishedWalk<'a> {
+    walked: Walked<'a>,
+    text: &'a str,
+    tree: &'a Tree,
+    statements: Vec<Node<'a>>,
+    cuda: Vec<bool>,
 }
 
 /// What the walk notes: the model's lists and name indices.
@@ -134,14 +144,15 @@ impl<'a> Model<'a> {
         }
     }
 
-    /// What the walk noted, with what a [`WalkCache`] keeps beside it: the text and tree, the
-    /// top-level statements and whether each names CUDA. `None` for a model walked without a
-    /// cache, which did not note that.
-    #[allow(clippy::type_complexity)]
-    fn into_walked(self) -> Option<(Walked<'a>, &'a str, &'a Tree, Vec<Node<'a>>, Vec<bool>)> {
-        (self.statements_naming_cuda.len() == self.top_level.len()).then(|| {
-            let statements = self.top_level.iter().copied().collect();
-            (self.walked, self.text, self.tree, statements, self.statements_naming_cuda)
+    /// What the walk noted, with what a [`WalkCache`] keeps beside it; `None` for a model walked
+    /// without a cache, which did not note whether each statement names CUDA.
+    fn into_walked(self) -> Option<FinishedWalk<'a>> {
+        (self.statements_naming_cuda.len() == self.top_level.len()).then(|| FinishedWalk {
+            statements: self.top_level.iter().copied().collect(),
+            walked: self.walked,
+            text: self.text,
+            tree: self.tree,
+            cuda: self.statements_naming_cuda,
         })
     }
 
