@@ -218,9 +218,9 @@ pub struct StatementCache {
     /// Whether the last lint had rules to run: then the next one chooses its rules while the
     /// model is built (see [`lint_rules`]).
     had_rules: AtomicBool,
-    /// How many findings each rule had at the last lint, by code: the next one makes room for as
-    /// many at once.
-    found: Mutex<foldhash::HashMap<&'static str, usize>>,
+    /// How many findings each rule had at the last lint, by its index in [`RULES`]: the next
+    /// one makes room for as many at once.
+    found: Mutex<Vec<usize>>,
 }
 
 impl StatementCache {
@@ -318,7 +318,7 @@ fn lint_rules<'a>(
         let kept_checks = session.as_ref().map(CheckSession::kept_checks);
         let found_before =
             cache.map(|c| c.found.lock().unwrap_or_else(PoisonError::into_inner).clone()).unwrap_or_default();
-        let found_last_time = |rule: &Rule| found_before.get(rule.code).copied().unwrap_or(0);
+        let found_last_time = |rule: &Rule| found_before.get(crate::rules::index_of(rule)).copied().unwrap_or(0);
         // Rules check independently of each other, so they share the cores: on a large file an
         // editor waits for the slowest half rather than for all of them one after another.
         let by_rule: Vec<(Vec<Diagnostic>, Vec<KeptFindings>)> = active
@@ -350,7 +350,10 @@ fn lint_rules<'a>(
         if let Some(cache) = cache {
             let mut found = cache.found.lock().unwrap_or_else(PoisonError::into_inner);
             found.clear();
-            found.extend(active.iter().zip(&by_rule).map(|(rule, (findings, _))| (rule.code, findings.len())));
+            found.resize(RULES.len(), 0);
+            for (rule, (findings, _)) in active.iter().zip(&by_rule) {
+                found[crate::rules::index_of(rule)] = findings.len();
+            }
         }
         let mut kept_by_statement: Vec<Vec<(&'static Rule, Arc<RuleFindings>)>> = Vec::new();
         for (found, kept) in by_rule {
@@ -402,9 +405,9 @@ fn check_statements<'a>(
     let mut by_statement: Vec<(Option<usize>, &Candidate<'a>)> =
         candidates.iter().map(|c| (c.statement.or_else(|| model.top_level_index(c.node)), c)).collect();
     by_statement.sort_by_key(|(statement, _)| *statement);
+    let mut kept = Vec::new();
     // A rule finds about as much in a buffer as it did at the last keystroke: room for that from
     // the start spares copying the findings over as their list grows.
-    let mut kept = Vec::with_capacity(by_statement.chunk_by(|a, b| a.0 == b.0).count());
     checker.diagnostics.reserve(found_last_time);
     for group in by_statement.chunk_by(|a, b| a.0 == b.0) {
         let run = |checker: &mut Checker<'_, 'a>| group.iter().for_each(|(_, c)| (rule.check)(checker, c));

@@ -21,7 +21,7 @@
 use foldhash::{HashMap, HashMapExt};
 use tree_sitter::{Node, Tree, ffi};
 
-use super::source_order::{InSourceOrder, start_of};
+use super::source_order::{InSourceOrder, insert_column, start_of};
 use super::walk::Walked;
 use crate::grammar_ids;
 use crate::tree_reuse::subtree_of;
@@ -31,8 +31,6 @@ pub(super) struct Carried {
     /// The nodes are those of the last tree; nothing reads them until [`Carried::carry`] has
     /// moved them.
     walked: Walked<'static>,
-    /// The callee name of each call (same index as the calls), as a byte range of the text.
-    call_names: Vec<Option<(u32, u32)>>,
     statements: Vec<CarriedStatement>,
     /// Held so that the carried statements' subtrees stay alive: an address the new tree shares
     /// is then the same subtree, never a new one allocated where a freed one was.
@@ -88,13 +86,7 @@ impl Plan<'_> {
 impl Carried {
     /// Keep what a lint's walk noted in `statements` of `tree` for the next lint; `cuda` tells
     /// whether each statement names CUDA.
-    pub fn keep<'a>(walked: Walked<'a>, text: &'a str, tree: &'a Tree, statements: &[Node<'a>], cuda: &[bool]) -> Self {
-        let base = text.as_ptr() as usize;
-        let call_names = walked
-            .call_names
-            .iter()
-            .map(|name| name.map(|name| ((name.as_ptr() as usize - base) as u32, name.len() as u32)))
-            .collect();
+    pub fn keep<'a>(walked: Walked<'a>, tree: &'a Tree, statements: &[Node<'a>], cuda: &[bool]) -> Self {
         let statements = statements
             .iter()
             .zip(cuda)
@@ -112,10 +104,9 @@ impl Carried {
             .collect();
         // SAFETY: only the lifetime changes. The nodes are raw parts (pointers and offsets, no
         // references), and nothing calls into them until `carry` has moved them into a tree that
-        // holds their subtrees; `_tree` keeps those subtrees alive until then. The callee names,
-        // slices of a text that may be gone by then, are kept as byte ranges instead.
-        let walked = unsafe { std::mem::transmute::<Walked<'a>, Walked<'static>>(walked.without_call_names()) };
-        Self { walked, call_names, statements, _tree: tree.clone() }
+        // holds their subtrees; `_tree` keeps those subtrees alive until then.
+        let walked = unsafe { std::mem::transmute::<Walked<'a>, Walked<'static>>(walked) };
+        Self { walked, statements, _tree: tree.clone() }
     }
 
     /// How the carried statements map onto `statements`, those of `tree`; `None` when they do
@@ -187,34 +178,34 @@ impl Carried {
     }
 
     /// The carried notes moved into the plan's tree, with `fresh`, the walk of the statements not
-    /// carried, merged in by position. `text` is the new tree's text.
-    pub fn carry<'a>(self, plan: &Plan<'a>, fresh: Walked<'a>, text: &'a str) -> Walked<'a> {
-        let Self { walked, call_names, .. } = self;
+    /// carried, merged in by position.
+    pub fn carry<'a>(self, plan: &Plan<'a>, fresh: Walked<'a>) -> Walked<'a> {
+        let Self { walked, .. } = self;
         // SAFETY: only the lifetime changes (see `keep`). From here on the carried nodes are
         // typed as this tree's but are still the last tree's: each one is read only through a
         // mover, which places it in this tree before anything calls into it.
         let mut walked = unsafe { std::mem::transmute::<Walked<'static>, Walked<'a>>(walked) };
         let mut mover = Mover::new(plan);
-        carry_calls(&mut mover, &mut walked, &call_names, text);
+        carry_calls(&mut mover, &mut walked);
         let inside = Placing::InsideStatements;
         let anywhere = Placing::Anywhere;
         carry_with_column(&mut mover, &mut walked.loop_nodes, &mut walked.outer_loops);
         carry_with_column(&mut mover, &mut walked.with_statements, &mut walked.with_scopes);
         mover.carry_ordered(&mut walked.assignment_nodes, inside);
-        mover.carry_vec(&mut walked.functions, anywhere);
-        mover.carry_vec(&mut walked.classes, anywhere);
-        mover.carry_vec(&mut walked.import_nodes, anywhere);
-        walked.calls_by_name.retain(|_, calls| {
-            mover.carry_ordered(calls, inside);
-            !calls.is_empty()
-        });
-        walked.assignments.retain(|_, assignments| {
-            mover.carry_ordered(assignments, inside);
-            !assignments.is_empty()
-        });
+        for list in [&mut walked.functions, &mut walked.classes, &mut walked.import_nodes] {
+            let kept = mover.carry(list, anywhere, |_, _, _, _| {});
+            list.truncate(kept);
+        }
+        for index in [&mut walked.calls_by_name, &mut walked.assignments] {
+            index.retain(|_, nodes| {
+                mover.carry_ordered(nodes, inside);
+                !nodes.is_empty()
+            });
+        }
         walked.functions_by_name.retain(|_, functions| {
-            mover.carry_vec(functions, anywhere);
-            !functions.is_empty()
+            let kept = mover.carry(functions, anywhere, |_, _, _, _| {});
+            functions.truncate(kept);
+            kept > 0
         });
         merge_fresh(&mut walked, fresh);
         walked
@@ -292,14 +283,6 @@ impl<'p, 'a> Mover<'p, 'a> {
         kept
     }
 
-    fn carry_vec<V>(&mut self, nodes: &mut V, placing: Placing)
-    where
-        V: std::ops::DerefMut<Target = [Node<'a>]> + Truncate,
-    {
-        let kept = self.carry(nodes, placing, |_, _, _, _| {});
-        nodes.truncate_to(kept);
-    }
-
     fn carry_ordered(&mut self, list: &mut InSourceOrder<'a>, placing: Placing) {
         let (nodes, starts) = list.parts_mut();
         let kept = self.carry(nodes, placing, |_, from, to, shift| {
@@ -310,43 +293,21 @@ impl<'p, 'a> Mover<'p, 'a> {
     }
 }
 
-/// Lists that can be cut short in place.
-trait Truncate {
-    fn truncate_to(&mut self, length: usize);
-}
-
-impl<T> Truncate for Vec<T> {
-    fn truncate_to(&mut self, length: usize) {
-        self.truncate(length);
-    }
-}
-
-impl<A: smallvec::Array> Truncate for smallvec::SmallVec<A> {
-    fn truncate_to(&mut self, length: usize) {
-        self.truncate(length);
-    }
-}
-
 /// The calls, with their scopes, loops and callee names beside them.
-fn carry_calls<'a>(mover: &mut Mover<'_, 'a>, walked: &mut Walked<'a>, names: &[Option<(u32, u32)>], text: &'a str) {
-    let Walked { calls, call_scopes: scopes, call_loops: loops, call_names, .. } = walked;
-    call_names.clear();
-    call_names.resize(calls.len(), None);
+fn carry_calls<'a>(mover: &mut Mover<'_, 'a>, walked: &mut Walked<'a>) {
+    let Walked { calls, call_scopes: scopes, call_loops: loops, call_names: names, .. } = walked;
     let (nodes, starts) = calls.parts_mut();
     let kept = mover.carry(nodes, Placing::InsideStatements, |mover, from, to, shift| {
         starts[to] = (starts[from] as i64 + shift.bytes) as usize;
         scopes[to] = scopes[from].map(|scope| mover.place(scope, shift, Placing::Anywhere));
         loops[to] = loops[from].map(|in_loop| mover.place(in_loop, shift, Placing::Anywhere));
-        call_names[to] = names[from].map(|(start, length)| {
-            let start = (i64::from(start) + shift.bytes) as usize;
-            &text[start..start + length as usize]
-        });
+        names[to] = names[from].map(|name| name.moved(shift.bytes));
     });
     nodes.truncate(kept);
     starts.truncate(kept);
     scopes.truncate(kept);
     loops.truncate(kept);
-    call_names.truncate(kept);
+    names.truncate(kept);
 }
 
 /// A source-ordered list with a column of optional nodes beside it (a loop's outer loop).
@@ -380,16 +341,8 @@ fn merge_fresh<'a>(walked: &mut Walked<'a>, fresh: Walked<'a>) {
     insert_nodes(&mut walked.functions, &fresh.functions);
     insert_nodes(&mut walked.classes, &fresh.classes);
     insert_nodes(&mut walked.import_nodes, &fresh.import_nodes);
-    for (name, calls) in fresh.calls_by_name {
-        let list = walked.calls_by_name.entry(name).or_default();
-        let points = list.insertion_points(&calls);
-        list.insert_at(&points, &calls);
-    }
-    for (name, assignments) in fresh.assignments {
-        let list = walked.assignments.entry(name).or_default();
-        let points = list.insertion_points(&assignments);
-        list.insert_at(&points, &assignments);
-    }
+    merge_index(&mut walked.calls_by_name, fresh.calls_by_name);
+    merge_index(&mut walked.assignments, fresh.assignments);
     for (name, functions) in fresh.functions_by_name {
         let list = walked.functions_by_name.entry(name).or_default();
         for function in functions {
@@ -399,30 +352,17 @@ fn merge_fresh<'a>(walked: &mut Walked<'a>, fresh: Walked<'a>) {
     }
 }
 
+/// Merge a fresh name index into a carried one, name by name.
+fn merge_index<'a>(index: &mut HashMap<Box<str>, InSourceOrder<'a>>, fresh: HashMap<Box<str>, InSourceOrder<'a>>) {
+    for (name, nodes) in fresh {
+        let list = index.entry(name).or_default();
+        let points = list.insertion_points(&nodes);
+        list.insert_at(&points, &nodes);
+    }
+}
+
 /// Insert `fresh` into a source-ordered vector of nodes by position.
 fn insert_nodes<'a>(nodes: &mut Vec<Node<'a>>, fresh: &[Node<'a>]) {
     let points: Vec<usize> = fresh.iter().map(|f| nodes.partition_point(|n| start_of(*n) < start_of(*f))).collect();
     insert_column(nodes, &points, fresh);
-}
-
-/// Insert `fresh[i]` before `column[points[i]]`, for every `i` (`points` ascending).
-pub(super) fn insert_column<T: Copy>(column: &mut Vec<T>, points: &[usize], fresh: &[T]) {
-    match (points.first(), points.last()) {
-        (None, _) | (_, None) => {}
-        // The usual edit: one place, where the new statement's nodes go in one piece.
-        (Some(first), Some(last)) if first == last => {
-            column.splice(*first..*first, fresh.iter().copied());
-        }
-        _ => {
-            let mut merged = Vec::with_capacity(column.len() + fresh.len());
-            let mut from = 0;
-            for (point, value) in points.iter().zip(fresh) {
-                merged.extend_from_slice(&column[from..*point]);
-                merged.push(*value);
-                from = *point;
-            }
-            merged.extend_from_slice(&column[from..]);
-            *column = merged;
-        }
-    }
 }

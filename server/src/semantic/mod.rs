@@ -304,7 +304,7 @@ impl<'a> Model<'a> {
     /// The final name of a call's callee ([`ast::callee_name`], answered from the walk).
     pub fn callee_name(&self, call: Node<'_>) -> Option<&'a str> {
         match self.call_index(call) {
-            Some(i) => self.walked.call_names[i],
+            Some(i) => self.walked.call_names[i].map(|name| name.in_text(self.text)),
             None => ast::callee_name(call, self.text),
         }
     }
@@ -710,6 +710,7 @@ impl<'a> Model<'a> {
             .calls
             .indices_within(statement)
             .filter_map(|i| self.walked.call_names[i])
+            .map(|name| name.in_text(source))
             .map(|n| (Index::Calls, n));
         let (start, end) = (statement.start_byte(), statement.end_byte());
         let first = self.walked.functions.partition_point(|f| f.start_byte() < start);

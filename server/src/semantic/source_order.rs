@@ -76,8 +76,31 @@ impl<'a> InSourceOrder<'a> {
     /// Insert `fresh` at the `points` that [`InSourceOrder::insertion_points`] gave.
     pub fn insert_at(&mut self, points: &[usize], fresh: &[Node<'a>]) {
         let starts: Vec<usize> = fresh.iter().map(|node| start_of(*node)).collect();
-        super::carry::insert_column(&mut self.nodes, points, fresh);
-        super::carry::insert_column(&mut self.starts, points, &starts);
+        insert_column(&mut self.nodes, points, fresh);
+        insert_column(&mut self.starts, points, &starts);
+    }
+}
+
+/// Insert `fresh[i]` before `column[points[i]]`, for every `i` (`points` ascending): a list's
+/// nodes, or a column of values kept beside them.
+pub fn insert_column<T: Copy>(column: &mut Vec<T>, points: &[usize], fresh: &[T]) {
+    match (points.first(), points.last()) {
+        (None, _) | (_, None) => {}
+        // The usual edit: one place, where the new statement's nodes go in one piece.
+        (Some(first), Some(last)) if first == last => {
+            column.splice(*first..*first, fresh.iter().copied());
+        }
+        _ => {
+            let mut merged = Vec::with_capacity(column.len() + fresh.len());
+            let mut from = 0;
+            for (point, value) in points.iter().zip(fresh) {
+                merged.extend_from_slice(&column[from..*point]);
+                merged.push(*value);
+                from = *point;
+            }
+            merged.extend_from_slice(&column[from..]);
+            *column = merged;
+        }
     }
 }
 

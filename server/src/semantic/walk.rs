@@ -31,19 +31,18 @@ impl WalkCache {
 
     /// Keep what `model`'s walk noted for the next lint of the buffer.
     pub fn keep(&self, model: Model<'_>) {
-        let Some(FinishedWalk { walked, text, tree, statements, cuda }) = model.into_walked() else { return };
-        let carried = Carried::keep(walked, text, tree, &statements, &cuda);
+        let Some(FinishedWalk { walked, tree, statements, cuda }) = model.into_walked() else { return };
+        let carried = Carried::keep(walked, tree, &statements, &cuda);
         *self.carried.lock().unwrap_or_else(PoisonError::into_inner) = Some(carried);
     }
 }
 
-/// A lint's walk as a [`WalkCache`] keeps it: what it noted, in which text and tree, the
+/// A lint's walk as a [`WalkCache`] keeps it: what it noted, in which tree, the
 /// top-level statements and whether each names CUDA (same index).
 struct FinishedWalk<'a> {
     walked: Walked<'a>,
-    text: &'a str,
     tree: &'a Tree,
-    statements: Vec<Node<'a>>,
+    statements: InSourceOrder<'a>,
     cuda: Vec<bool>,
 }
 
@@ -57,8 +56,9 @@ pub(super) struct Walked<'a> {
     /// `parent()` links costs a descent from the root each time.
     pub call_scopes: Vec<Option<Node<'a>>>,
     pub call_loops: Vec<Option<Node<'a>>>,
-    /// For each call (same index): its callee's final name ([`ast::callee_name`]).
-    pub call_names: Vec<Option<&'a str>>,
+    /// For each call (same index): its callee's final name ([`ast::callee_name`]), as a span of
+    /// the text, which stays right when the call is carried to the next text.
+    pub call_names: Vec<Option<NameSpan>>,
     /// Every `for` and `while` loop, in source order, and (same index) the innermost loop
     /// around it within its scope.
     pub loop_nodes: InSourceOrder<'a>,
@@ -85,11 +85,26 @@ pub(super) struct Walked<'a> {
     pub import_nodes: Vec<Node<'a>>,
 }
 
-impl Walked<'_> {
-    /// The same notes without the callee names, which are slices of the text.
-    pub(super) fn without_call_names(mut self) -> Self {
-        self.call_names = Vec::new();
-        self
+/// A name as a byte range of the text it was read from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct NameSpan {
+    start: u32,
+    length: u32,
+}
+
+impl NameSpan {
+    /// `name`, a slice of `text`.
+    fn of(name: &str, text: &str) -> Self {
+        Self { start: (name.as_ptr() as usize - text.as_ptr() as usize) as u32, length: name.len() as u32 }
+    }
+
+    pub fn in_text(self, text: &str) -> &str {
+        &text[self.start as usize..(self.start + self.length) as usize]
+    }
+
+    /// The same name `bytes` further on.
+    pub fn moved(self, bytes: i64) -> Self {
+        Self { start: (i64::from(self.start) + bytes) as u32, ..self }
     }
 }
 
@@ -128,7 +143,7 @@ impl<'a> Model<'a> {
                     });
                 }
                 let fresh = std::mem::take(&mut self.walked);
-                self.walked = carried.carry(&plan, fresh, self.text);
+                self.walked = carried.carry(&plan, fresh);
             }
             None => cuda.extend(statements.iter().map(|statement| self.walk_subtree(*statement))),
         }
@@ -148,9 +163,8 @@ impl<'a> Model<'a> {
     /// without a cache, which did not note whether each statement names CUDA.
     fn into_walked(self) -> Option<FinishedWalk<'a>> {
         (self.statements_naming_cuda.len() == self.top_level.len()).then(|| FinishedWalk {
-            statements: self.top_level.iter().copied().collect(),
+            statements: self.top_level,
             walked: self.walked,
-            text: self.text,
             tree: self.tree,
             cuda: self.statements_naming_cuda,
         })
@@ -240,7 +254,7 @@ impl<'a> Model<'a> {
                 walked.call_loops.push(in_loop);
                 walked.calls.push(node);
                 let name = names.into_iter().next();
-                walked.call_names.push(name);
+                walked.call_names.push(name.map(|name| NameSpan::of(name, self.text)));
                 if let Some(name) = name {
                     list_for(&mut walked.calls_by_name, name).push(node);
                 }
@@ -312,7 +326,7 @@ mod tests {
             parents(&walked.calls),
             maybe(&walked.call_scopes),
             maybe(&walked.call_loops),
-            format!("{:?}", walked.call_names),
+            format!("{:?}", walked.call_names.iter().map(|n| n.map(|n| n.in_text(model.text))).collect::<Vec<_>>()),
             ranges(&walked.loop_nodes),
             maybe(&walked.outer_loops),
             ranges(&walked.with_statements),
