@@ -15,10 +15,11 @@
 //! 40, which leaves out the opening lint.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use culint::document::Document;
-use culint::lint::{LintContext, LintSettings, StatementCache, lint, lint_again};
+use culint::lint::{LintContext, LintSettings, lint, lint_again};
 use culint::lsp::diagnostics::publish_frame;
 use culint::lsp::position::PositionEncoding;
 use culint::lsp::session::OpenDocument;
@@ -132,7 +133,8 @@ fn main() {
     let opened = parse(&text, None);
     let opening = lint(&text, &opened, context, &settings);
     let mut buffer = OpenDocument::new(Document::unparsed(&text, 1), None);
-    let cache = StatementCache::default();
+    // The buffer's own cache, as the server lints it: the reparse judges the rules ahead there.
+    let cache = Arc::clone(buffer.statement_cache());
     println!("{path}: {} lines, {} diagnostics when opened", text.lines().count(), opening.len());
 
     let (mut edit, mut linting, mut framing, mut total) =
@@ -145,6 +147,7 @@ fn main() {
         }
         let started = Instant::now();
         buffer.edit(keystroke.range, keystroke.text);
+        buffer.reparse();
         buffer.set_version(version);
         let tree = buffer.tree().clone();
         let edited = Instant::now();
@@ -161,6 +164,8 @@ fn main() {
         let framed = Instant::now();
         published_bytes = frame.as_bytes().len();
         drop(frame);
+        // As the server does once the publish is on its way: free what the lint let go of.
+        cache.sweep();
         edit.0.push(edited - started);
         linting.0.push(linted - edited);
         framing.0.push(framed - linted);

@@ -124,7 +124,9 @@ pub struct CandidateCache {
 /// The matches of one top-level statement, for the rules they were found for (as indices into
 /// [`RULES`]).
 struct CachedMatches {
-    rules: Vec<usize>,
+    /// Shared by every statement one lint kept, so that most statements of the next lint compare
+    /// their rules by address.
+    rules: Arc<[usize]>,
     candidates: Vec<CachedCandidate>,
 }
 
@@ -140,6 +142,11 @@ impl CandidateCache {
     pub fn clear(&self) {
         self.statements.clear();
         self.counts.lock().unwrap_or_else(PoisonError::into_inner).clear();
+    }
+
+    /// Free what the last lint let go of ([`StatementMemory::sweep`]).
+    pub fn sweep(&self) {
+        self.statements.sweep();
     }
 }
 
@@ -177,9 +184,9 @@ pub fn candidates_by_rule<'a>(
     let is_active = |rule: usize| slot_of_rule[rule].is_some();
     match cache.and_then(|cache| cache.statements.open(tree)) {
         Some(mut memory) => {
-            let rules: Vec<usize> = active.iter().map(|rule| index_of(rule)).collect();
+            let mut rules: Arc<[usize]> = active.iter().map(|rule| index_of(rule)).collect();
             for (index, &statement) in statements.iter().enumerate() {
-                let recalled = memory.recall(statement).filter(|(cached, _)| cached.rules == rules);
+                let recalled = memory.recall(statement).filter(|(cached, _)| same_rules(&mut rules, &cached.rules));
                 if let Some((cached, placer)) = recalled {
                     for candidate in &cached.candidates {
                         let captures: SmallVec<[(&'a str, Node<'a>); 2]> =
@@ -198,7 +205,7 @@ pub fn candidates_by_rule<'a>(
                 if !statement.has_error() {
                     // A statement with syntax errors is not kept: what the parser makes of broken
                     // text depends on what surrounds it.
-                    memory.keep(statement, remember(queries, statement, &found, rules.clone()));
+                    memory.keep(statement, remember(queries, statement, &found, Arc::clone(&rules)));
                 }
                 found.into_iter().for_each(|(rule, candidate)| add(rule, candidate));
             }
@@ -216,6 +223,19 @@ pub fn candidates_by_rule<'a>(
         *cache.counts.lock().unwrap_or_else(PoisonError::into_inner) = counts;
     }
     by_rule
+}
+
+/// Whether a statement's matches were found for `rules`, the rules of this lint. Equal rules
+/// are taken as they were kept, so that the statements that follow compare by address.
+fn same_rules(rules: &mut Arc<[usize]>, kept: &Arc<[usize]>) -> bool {
+    if Arc::ptr_eq(rules, kept) {
+        return true;
+    }
+    let same = **rules == **kept;
+    if same {
+        *rules = Arc::clone(kept);
+    }
+    same
 }
 
 /// Outer nodes before the nodes they hold; a stable sort, so matches of one node keep their order.
@@ -250,7 +270,12 @@ fn query_within<'a>(
 }
 
 /// The candidates `found` in a top-level statement, as the cache keeps them.
-fn remember(queries: &'static RuleQueries, statement: Node<'_>, found: &Found<'_>, rules: Vec<usize>) -> CachedMatches {
+fn remember(
+    queries: &'static RuleQueries,
+    statement: Node<'_>,
+    found: &Found<'_>,
+    rules: Arc<[usize]>,
+) -> CachedMatches {
     let names = queries.query.capture_names();
     let candidates = found
         .iter()
@@ -440,8 +465,10 @@ mod tests {
         let cache = CandidateCache::default();
         let found = candidates_by_rule(text, &tree, &top_level_statements(&tree), &every_rule, Some(&cache));
         assert!(found.iter().any(|list| !list.is_empty()));
-        let rules: Vec<usize> = every_rule.iter().map(|rule| index_of(rule)).collect();
-        cache.statements.replace_all(|_| CachedMatches { rules: rules.clone(), candidates: Vec::new() });
+        let rules: std::sync::Arc<[usize]> = every_rule.iter().map(|rule| index_of(rule)).collect();
+        cache
+            .statements
+            .replace_all(|_| CachedMatches { rules: std::sync::Arc::clone(&rules), candidates: Vec::new() });
         let reused = candidates_by_rule(text, &tree, &top_level_statements(&tree), &every_rule, Some(&cache));
         assert!(reused.iter().all(Vec::is_empty), "statements were queried again");
     }

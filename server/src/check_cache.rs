@@ -74,6 +74,12 @@ impl CheckCache {
         *self.loop_imports.lock().unwrap_or_else(PoisonError::into_inner) = None;
     }
 
+    /// Free what the last lint let go of ([`StatementMemory::sweep`]).
+    pub fn sweep(&self) {
+        self.statements.sweep();
+        self.loops.sweep();
+    }
+
     /// Work out, ahead of [`CheckCache::open`], what the whole file decides that takes long: the
     /// kinds of its loops, from those the last lint kept where they still hold, and the
     /// frameworks it configures (both memoised in the model).

@@ -26,17 +26,26 @@ pub struct Document {
     /// `None` after [`Document::drop_tree`]: a syntax tree takes many times the memory of its
     /// text, so buffers that sit idle give theirs up and reparse when next needed.
     tree: Option<Tree>,
+    /// Edited since the last parse: the tree has been told of the edits but not reparsed.
+    reparse_pending: bool,
     version: i32,
 }
 
 impl Document {
     pub fn new(text: &str, version: i32) -> Self {
-        Self { rope: Rope::from_str(text), text: Arc::new(text.to_owned()), tree: Some(parse(text, None)), version }
+        let tree = Some(parse(text, None));
+        Self { rope: Rope::from_str(text), text: Arc::new(text.to_owned()), tree, reparse_pending: false, version }
     }
 
     /// A document whose tree is parsed on first use.
     pub fn unparsed(text: &str, version: i32) -> Self {
-        Self { rope: Rope::from_str(text), text: Arc::new(text.to_owned()), tree: None, version }
+        Self {
+            rope: Rope::from_str(text),
+            text: Arc::new(text.to_owned()),
+            tree: None,
+            reparse_pending: false,
+            version,
+        }
     }
 
     pub fn version(&self) -> i32 {
@@ -47,19 +56,21 @@ impl Document {
         &self.rope
     }
 
-    /// The syntax tree, reparsed first if it was dropped.
+    /// The syntax tree, reparsed first if it was dropped or edited.
     pub fn tree(&mut self) -> &Tree {
+        self.reparse();
         self.tree.get_or_insert_with(|| parse(&self.text, None))
     }
 
-    /// The syntax tree if the document holds one.
+    /// The syntax tree if the document holds one of its text.
     pub fn cached_tree(&self) -> Option<&Tree> {
-        self.tree.as_ref()
+        self.tree.as_ref().filter(|_| !self.reparse_pending)
     }
 
     /// Give up the syntax tree until it is needed again.
     pub fn drop_tree(&mut self) {
         self.tree = None;
+        self.reparse_pending = false;
     }
 
     pub fn text(&self) -> &str {
@@ -73,6 +84,13 @@ impl Document {
     /// Replace the bytes in `range` with `new_text`, then update the tree incrementally.
     /// `range` must lie on char boundaries of the current text.
     pub fn edit(&mut self, range: TextRange, new_text: &str) {
+        self.edit_text(range, new_text);
+        self.reparse();
+    }
+
+    /// [`Document::edit`] without the reparse, which [`Document::reparse`] then makes once for
+    /// all the edits of a change. Until then the tree is not of the text: it is not handed out.
+    pub fn edit_text(&mut self, range: TextRange, new_text: &str) {
         let start_char = self.rope.byte_to_char(range.start);
         let end_char = self.rope.byte_to_char(range.end);
         let start_position = self.point(range.start);
@@ -100,12 +118,20 @@ impl Document {
         text.push_str(new_text);
         text.push_str(&self.text[range.end..]);
         debug_assert_eq!(text.len(), self.rope.len_bytes());
-        self.tree = Some(match &self.tree {
-            Some(tree) => parse(&text, Some(tree)),
-            // The first edit of a buffer that had no tree: the next ones will reparse this tree.
-            None => settled(&text, parse(&text, None)),
-        });
         self.text = Arc::new(text);
+        self.reparse_pending = true;
+    }
+
+    /// Reparse after [`Document::edit_text`], against the tree before the edits.
+    pub fn reparse(&mut self) {
+        if !std::mem::take(&mut self.reparse_pending) {
+            return;
+        }
+        self.tree = Some(match &self.tree {
+            Some(tree) => parse(&self.text, Some(tree)),
+            // The first edit of a buffer that had no tree: the next ones will reparse this tree.
+            None => settled(&self.text, parse(&self.text, None)),
+        });
     }
 
     pub fn set_version(&mut self, version: i32) {
@@ -152,5 +178,22 @@ mod tests {
         assert_eq!(doc.text(), "import torch\nx = 2\n");
         let fresh = parse(doc.text(), None).root_node().to_sexp();
         assert_eq!(doc.cached_tree().map(|t| t.root_node().to_sexp()), Some(fresh));
+    }
+
+    /// Edits of one change are reparsed once, and the tree is not handed out in between.
+    #[test]
+    fn edits_reparsed_once_match_a_fresh_parse() {
+        let mut doc = Document::new("import torch\nx = 1\ny = 2\n", 1);
+        doc.edit_text(TextRange::new(17, 18), "42");
+        assert!(doc.cached_tree().is_none(), "a tree not of the text");
+        doc.edit_text(TextRange::new(13, 13), "z = 0\n");
+        assert_eq!(doc.text(), "import torch\nz = 0\nx = 42\ny = 2\n");
+        doc.reparse();
+        let fresh = parse(doc.text(), None).root_node().to_sexp();
+        assert_eq!(doc.cached_tree().map(|t| t.root_node().to_sexp()), Some(fresh.clone()));
+        // Asked for before the reparse, the tree is reparsed first.
+        doc.edit_text(TextRange::new(0, 0), "# a\n");
+        let fresh = parse(doc.text(), None).root_node().to_sexp();
+        assert_eq!(doc.tree().root_node().to_sexp(), fresh);
     }
 }

@@ -117,11 +117,29 @@ struct Memory<T> {
     /// The tree every kept statement belongs to, held so that their subtrees stay alive.
     tree: Option<Tree>,
     statements: HashMap<usize, Arc<T>>,
+    /// What the last lint let go of, freed by [`StatementMemory::sweep`] once its diagnostics are
+    /// out: the tree before it, whose rebuilt nodes are freed with it (thousands in a large file,
+    /// each a cache miss), and what was kept of the statements the edit changed. The map's room
+    /// is reused by the next lint.
+    retired: Retired<T>,
+}
+
+struct Retired<T> {
+    tree: Option<Tree>,
+    statements: HashMap<usize, Arc<T>>,
+}
+
+impl<T> Retired<T> {
+    fn free(&mut self) {
+        self.tree = None;
+        self.statements.clear();
+    }
 }
 
 impl<T> Default for StatementMemory<T> {
     fn default() -> Self {
-        Self { inner: Mutex::new(Memory { tree: None, statements: HashMap::new() }) }
+        let retired = Retired { tree: None, statements: HashMap::new() };
+        Self { inner: Mutex::new(Memory { tree: None, statements: HashMap::new(), retired }) }
     }
 }
 
@@ -131,6 +149,12 @@ impl<T> StatementMemory<T> {
         let mut memory = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         memory.statements.clear();
         memory.tree = None;
+        memory.retired = Retired { tree: None, statements: HashMap::new() };
+    }
+
+    /// Free what the last lint let go of. A lint that finds it not swept frees it first.
+    pub fn sweep(&self) {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner).retired.free();
     }
 
     /// Replace everything kept with what `value` makes of it (tests use it to see that the
@@ -144,9 +168,12 @@ impl<T> StatementMemory<T> {
     /// The memory for one lint of `tree`; `None` when another lint of the buffer holds it (it is
     /// not waited for: that lint goes without).
     pub fn open<'m, 'a>(&'m self, tree: &'a Tree) -> Option<Recall<'m, 'a, T>> {
-        let memory = self.inner.try_lock().ok()?;
+        let mut memory = self.inner.try_lock().ok()?;
         let tree_pointer = tree.root_node().into_raw().tree;
-        Some(Recall { seen: HashMap::with_capacity(memory.statements.len()), memory, tree, tree_pointer })
+        memory.retired.free();
+        let mut seen = std::mem::take(&mut memory.retired.statements);
+        seen.reserve(memory.statements.len());
+        Some(Recall { seen, memory, tree, tree_pointer })
     }
 }
 
@@ -187,10 +214,12 @@ impl<'a, T> Recall<'_, 'a, T> {
 
 impl<T> Drop for Recall<'_, '_, T> {
     /// What this lint recalled or kept replaces the memory, with this lint's tree to keep it
-    /// alive: every statement in it belongs to that tree.
+    /// alive: every statement in it belongs to that tree. What it replaces is retired.
     fn drop(&mut self) {
-        self.memory.statements = std::mem::take(&mut self.seen);
-        self.memory.tree = Some(self.tree.clone());
+        let memory = &mut *self.memory;
+        let statements = std::mem::replace(&mut memory.statements, std::mem::take(&mut self.seen));
+        let tree = memory.tree.replace(self.tree.clone());
+        memory.retired = Retired { tree, statements };
     }
 }
 
@@ -303,6 +332,20 @@ mod tests {
         reused
     }
 
+    #[test]
+    fn what_a_lint_lets_go_of_is_held_until_swept() {
+        let mut document = Document::new("import torch\nx = 1\ny = 2\n", 1);
+        let memory = StatementMemory::default();
+        check_placed(&mut document, &memory, "first");
+        document.edit(TextRange::empty(0), "# a\n");
+        check_placed(&mut document, &memory, "second");
+        assert!(memory.inner.lock().unwrap().retired.tree.is_some(), "the tree before is held");
+        memory.sweep();
+        let inner = memory.inner.lock().unwrap();
+        assert!(inner.retired.tree.is_none() && inner.retired.statements.is_empty());
+        assert!(inner.tree.is_some() && inner.statements.len() == 3, "what is kept stays");
+    }
+
     /// Each fixture and example, edited inside and before its statements (a character typed at
     /// the end of every fifth line, from the last up, then two lines added at the top): every
     /// node kept from the last tree and placed in the new one is the node the new tree has
@@ -317,8 +360,13 @@ mod tests {
             let memory = StatementMemory::default();
             let ends: Vec<usize> = text.match_indices('\n').map(|(i, _)| i).step_by(5).collect();
             let edits = ends.iter().rev().map(|&at| (at, "(")).chain([(0, "\n# a new first line\n")]);
-            for (at, typed) in edits {
+            for (i, (at, typed)) in edits.enumerate() {
                 reused += check_placed(&mut document, &memory, &name);
+                // What a lint lets go of is swept after some lints and freed by the next one
+                // after others, as a server does.
+                if i % 2 == 0 {
+                    memory.sweep();
+                }
                 document.edit(TextRange::empty(at), typed);
             }
             reused += check_placed(&mut document, &memory, &name);

@@ -9,11 +9,11 @@ use tower_lsp_server::jsonrpc;
 use tower_lsp_server::ls_types::{MessageType, Uri};
 
 use crate::diagnostic::Diagnostic;
-use crate::lint::{LintContext, lint, lint_again};
+use crate::lint::{LintContext, StatementCache, lint, lint_again};
 use crate::lsp::diagnostics::{Publish, publish_frame};
 use crate::lsp::log;
 use crate::lsp::outbox::Outbox;
-use crate::lsp::session::{SharedSession, Snapshot};
+use crate::lsp::session::{LintResult, SharedSession, Snapshot};
 
 #[derive(Clone)]
 pub struct ServerContext {
@@ -115,7 +115,10 @@ impl ServerContext {
     /// changed (or closed) while it was being linted: such a result must not be shown.
     pub async fn lint_current(&self, uri: &Uri) -> jsonrpc::Result<Option<(Snapshot, Arc<Vec<Diagnostic>>)>> {
         let linted = self.lint_current_then(uri, |_, _| ()).await?;
-        Ok(linted.map(|(snapshot, diagnostics, ())| (snapshot, diagnostics)))
+        Ok(linted.map(|(snapshot, diagnostics, (), leftovers)| {
+            leftovers.free_in_background();
+            (snapshot, diagnostics)
+        }))
     }
 
     /// [`ServerContext::lint_current`], with what `then` makes of the result, made on the lint's
@@ -125,7 +128,7 @@ impl ServerContext {
         &self,
         uri: &Uri,
         then: impl FnOnce(&Snapshot, &[Diagnostic]) -> T + Send + 'static,
-    ) -> jsonrpc::Result<Option<(Snapshot, Arc<Vec<Diagnostic>>, T)>> {
+    ) -> jsonrpc::Result<Option<(Snapshot, Arc<Vec<Diagnostic>>, T, Leftovers)>> {
         let (snapshot, cached) = {
             let session = self.session.lock();
             let Some(snapshot) = session.snapshot(uri) else { return Err(unknown_document(uri)) };
@@ -133,7 +136,7 @@ impl ServerContext {
         };
         if let Some(result) = cached {
             let made = then(&snapshot, &result.diagnostics);
-            return Ok(Some((snapshot, result.diagnostics, made)));
+            return Ok(Some((snapshot, result.diagnostics, made, Leftovers::default())));
         }
         if let Some(problem) = &snapshot.config_problem {
             self.report_problem(problem).await;
@@ -146,8 +149,9 @@ impl ServerContext {
                 (diagnostics, made)
             })
             .await?;
-        let stored = self.session.lock().store(&snapshot, diagnostics.clone());
-        Ok(stored.then_some((snapshot, diagnostics, made)))
+        let Some(replaced) = self.session.lock().store(&snapshot, diagnostics.clone()) else { return Ok(None) };
+        let leftovers = Leftovers { replaced, statements: snapshot.statements.clone() };
+        Ok(Some((snapshot, diagnostics, made, leftovers)))
     }
 
     /// Lint a document in the background and push the result, if it is still current when done.
@@ -164,11 +168,12 @@ impl ServerContext {
             publish_frame(&target, snapshot.version, diagnostics, &snapshot.positions(encoding))
         };
         // A newer edit makes this run pointless before it starts; skip the work entirely.
-        let Ok(Some((snapshot, _, frame))) = self.lint_current_then(uri, frame).await else { return };
+        let Ok(Some((snapshot, _, frame, leftovers))) = self.lint_current_then(uri, frame).await else { return };
         let _order = self.publish_lock.lock().await;
         if self.session.lock().is_current(&snapshot) {
             self.outbox.send(frame).await;
         }
+        leftovers.free_in_background();
     }
 
     /// Withdraw pushed diagnostics (the document was closed), in order with pending publishes.
@@ -201,6 +206,31 @@ impl ServerContext {
         }
         for uri in uris {
             self.spawn_publish(uri);
+        }
+    }
+}
+
+/// What a lint of a buffer let go of: the result it replaced and, in the buffer's statement
+/// cache, the tree before it. On a large file freeing them takes a good part of a millisecond,
+/// spent reading memory all over the last tree, so they are freed on the lint's threads once the
+/// diagnostics are on their way, while the editor reads them. Dropped instead, the result goes at
+/// once and the tree at the buffer's next lint.
+#[derive(Default)]
+pub struct Leftovers {
+    replaced: Option<LintResult>,
+    statements: Option<Arc<StatementCache>>,
+}
+
+impl Leftovers {
+    pub fn free_in_background(self) {
+        let Leftovers { replaced, statements } = self;
+        if replaced.is_some() || statements.is_some() {
+            rayon::spawn(move || {
+                drop(replaced);
+                if let Some(statements) = statements {
+                    statements.sweep();
+                }
+            });
         }
     }
 }

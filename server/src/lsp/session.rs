@@ -19,6 +19,7 @@ use crate::fix::Applicability;
 use crate::hardware::HardwareFacts;
 use crate::knowledge::Lang;
 use crate::lint::{LintSettings, StatementCache};
+use crate::lsp::beside;
 use crate::lsp::capabilities::ClientFeatures;
 use crate::lsp::position::{LineStarts, PositionEncoding, PositionMapper};
 use crate::lsp::settings::ClientSettings;
@@ -55,6 +56,11 @@ impl OpenDocument {
         &self.document
     }
 
+    /// What the buffer's last lint found per top-level statement, for the next.
+    pub fn statement_cache(&self) -> &Arc<StatementCache> {
+        &self.statements
+    }
+
     pub fn set_version(&mut self, version: i32) {
         self.document.set_version(version);
     }
@@ -64,10 +70,18 @@ impl OpenDocument {
         self.document.tree()
     }
 
-    /// Replace the bytes in `range` with `new_text`.
+    /// Replace the bytes in `range` with `new_text`. The tree follows at [`OpenDocument::reparse`],
+    /// once for all the edits of a change.
     pub fn edit(&mut self, range: TextRange, new_text: &str) {
-        self.document.edit(range, new_text);
+        self.document.edit_text(range, new_text);
         Arc::make_mut(&mut self.lines).edit(self.document.text(), range, new_text.len());
+    }
+
+    /// Reparse the edited text. Meanwhile, on the other core, the rules that could fire on it
+    /// are judged for the lint that follows (see [`StatementCache::judge_ahead`]).
+    pub fn reparse(&mut self) {
+        let (text, statements) = (self.document.shared_text(), Arc::clone(&self.statements));
+        beside::alongside(move || statements.judge_ahead(&text), || self.document.reparse());
     }
 
     /// Replace the whole text.
@@ -313,19 +327,21 @@ impl Session {
         }
     }
 
-    /// Store a result if it is still current; returns whether it was. A document not edited
+    /// Store a result if it is still current; returns `None` if it was not, else the result it
+    /// replaced, for the caller to free when it can spare the time. A document not edited
     /// recently gives up its tree once linted.
-    pub fn store(&mut self, snapshot: &Snapshot, diagnostics: Arc<Vec<Diagnostic>>) -> bool {
+    pub fn store(&mut self, snapshot: &Snapshot, diagnostics: Arc<Vec<Diagnostic>>) -> Option<Option<LintResult>> {
         if !self.is_current(snapshot) {
-            return false;
+            return None;
         }
         let open = self.documents.get_mut(&snapshot.uri).expect("is_current checked the document");
-        open.linted = Some(LintResult { revision: snapshot.revision, generation: snapshot.generation, diagnostics });
+        let result = LintResult { revision: snapshot.revision, generation: snapshot.generation, diagnostics };
+        let replaced = open.linted.replace(result);
         if !self.recently_edited.contains(&snapshot.uri) {
             open.document.drop_tree();
             open.statements.clear();
         }
-        true
+        Some(replaced)
     }
 }
 

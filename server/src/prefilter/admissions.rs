@@ -10,9 +10,10 @@
 //! through rather than hide it.)
 
 use std::cell::Cell;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use super::{PresentTokens, TOKENS};
+use crate::document::SharedText;
 use crate::rules::{RULES, Rule, index_of};
 
 /// What the last lint of a buffer decided.
@@ -20,7 +21,9 @@ use crate::rules::{RULES, Rule, index_of};
 pub struct Admissions(Mutex<Option<Admitted>>);
 
 struct Admitted {
-    text: Box<str>,
+    /// The text judged. Held, so that no other text can take its address while it is here: the
+    /// address tells whether a lint is of this very text (see [`Admissions::judge_ahead`]).
+    text: SharedText,
     /// By token of [`TOKENS`]: whether the text holds it, for those searched for.
     found: Vec<Option<bool>>,
     /// By rule of [`RULES`].
@@ -33,25 +36,47 @@ impl Admissions {
     }
 
     /// The rules of `possible` that could fire on `text`, judged on its raw bytes: those the last
-    /// lint admitted, and those [`PresentTokens::admits`] admits now.
+    /// lint admitted, and those [`PresentTokens::admits`] admits now. A text judged ahead is not
+    /// judged again.
     pub fn admit(&self, text: &str, possible: impl Iterator<Item = &'static Rule>) -> Vec<&'static Rule> {
+        {
+            let last = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(last) = last.as_ref().filter(|last| std::ptr::eq(last.text.as_str(), text)) {
+                return possible.filter(|rule| last.admitted[index_of(rule)]).collect();
+            }
+        }
+        let possible: Vec<&'static Rule> = possible.collect();
+        let admitted = self.judge(Arc::new(text.to_owned()), &possible);
+        possible.into_iter().filter(|rule| admitted[index_of(rule)]).collect()
+    }
+
+    /// Judge `text`, which a lint is about to read, for every rule. An editor calls this while it
+    /// reparses the text, on the other core: judged in the lint, after the reparse, a large
+    /// file's judgement makes the editor wait a millisecond longer.
+    pub fn judge_ahead(&self, text: &SharedText) {
+        self.judge(Arc::clone(text), RULES);
+    }
+
+    /// Which of `rules` could fire on `text`, by rule of [`RULES`]; kept for the next judgement.
+    fn judge(&self, text: SharedText, rules: &[&'static Rule]) -> Vec<bool> {
         let last = self.0.lock().unwrap_or_else(PoisonError::into_inner).take();
         // After an edit that replaced most of the text (a paste, a reload), what the last lint
         // admitted says little about this text: it is judged afresh.
-        let edit = last.as_ref().map(|last| Edit::between(&last.text, text));
+        let edit = last.as_ref().map(|last| Edit::between(&last.text, &text));
         let last = last.filter(|last| edit.is_some_and(|edit| edit.replaced * 2 <= last.text.len()));
         let tokens = match (&last, edit) {
-            (Some(last), Some(edit)) => after_edit(text, edit, &last.found),
-            _ => PresentTokens::of(text),
+            (Some(last), Some(edit)) => after_edit(&text, edit, &last.found),
+            _ => PresentTokens::of(&text),
         };
         let admitted_before = |rule: &Rule| last.as_ref().is_some_and(|last| last.admitted[index_of(rule)]);
-        let admitted: Vec<&'static Rule> =
-            possible.filter(|rule| admitted_before(rule) || tokens.admits(rule, text)).collect();
-        let mut by_rule = vec![false; RULES.len()];
-        admitted.iter().for_each(|rule| by_rule[index_of(rule)] = true);
+        let mut admitted = vec![false; RULES.len()];
+        for rule in rules {
+            admitted[index_of(rule)] = admitted_before(rule) || tokens.admits(rule, &text);
+        }
         let found = tokens.found.iter().map(Cell::get).collect();
+        drop(tokens);
         *self.0.lock().unwrap_or_else(PoisonError::into_inner) =
-            Some(Admitted { text: text.into(), found, admitted: by_rule });
+            Some(Admitted { text, found, admitted: admitted.clone() });
         admitted
     }
 }
@@ -172,5 +197,26 @@ mod tests {
         let shortened = text.replace("    torch.cuda.empty_cache()", "");
         let after: Vec<&str> = admissions.admit(&shortened, every_rule()).iter().map(|r| r.code).collect();
         assert_eq!(before, after);
+    }
+
+    /// A text judged ahead is taken as judged, for its rules only; a copy of it, at another
+    /// address, is judged again.
+    #[test]
+    fn a_text_judged_ahead_is_not_judged_again() {
+        let admissions = Admissions::default();
+        let text: SharedText =
+            Arc::new("import torch\nfor b in loader:\n    loss.backward()\n    torch.cuda.empty_cache()\n".into());
+        admissions.judge_ahead(&text);
+        let expected = admitted_fresh(&text);
+        assert!(!expected.is_empty());
+        let codes = |rules: Vec<&'static Rule>| rules.iter().map(|r| r.code).collect::<Vec<_>>();
+        assert_eq!(codes(admissions.admit(&text, every_rule())), expected);
+        let first = RULES.iter().copied().find(|r| expected.contains(&r.code)).unwrap();
+        assert_eq!(codes(admissions.admit(&text, std::iter::once(first))), vec![first.code]);
+        // Poisoned: the judgement ahead admits nothing; the text itself is not looked at again.
+        admissions.0.lock().unwrap().as_mut().unwrap().admitted.fill(false);
+        assert!(admissions.admit(&text, every_rule()).is_empty());
+        let copy = text.as_str().to_owned();
+        assert_eq!(codes(admissions.admit(&copy, every_rule())), expected);
     }
 }

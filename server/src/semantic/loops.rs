@@ -172,7 +172,7 @@ pub struct ClassifiedStatement {
 fn loops_by_statement(model: &Model<'_>) -> Vec<(usize, Range<usize>)> {
     let mut groups: Vec<(usize, Range<usize>)> = Vec::new();
     for (i, loop_node) in model.walked.loop_nodes.iter().enumerate() {
-        let Some(statement) = model.top_level_index(*loop_node) else { continue };
+        let Some(statement) = model.top_level_index_of_noted(*loop_node) else { continue };
         match groups.last_mut() {
             Some((last, range)) if *last == statement && range.end == i => range.end = i + 1,
             _ => groups.push((statement, i..i + 1)),

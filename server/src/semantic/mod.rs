@@ -257,6 +257,13 @@ impl<'a> Model<'a> {
         self.statement_holding(node).and_then(|s| self.top_level.position(s))
     }
 
+    /// [`Model::top_level_index`] of a node the walk noted, which lies in the statement it was
+    /// walked from: the last to start at or before it. Its end is not read, nor the statement's
+    /// (a cache miss each, in a large file).
+    pub fn top_level_index_of_noted(&self, node: Node<'a>) -> Option<usize> {
+        self.top_level.index_of_last_starting_by(node.start_byte())
+    }
+
     /// The top-level statement that holds `node` (or is it), found by a binary search.
     fn statement_holding(&self, node: Node<'a>) -> Option<Node<'a>> {
         self.top_level.last_starting_by(node.start_byte()).filter(|s| ast::contains(*s, node))

@@ -58,8 +58,12 @@ impl<'a> InSourceOrder<'a> {
 
     /// The last node that starts at or before `byte`.
     pub fn last_starting_by(&self, byte: usize) -> Option<Node<'a>> {
-        let after = self.starts.partition_point(|s| *s <= byte);
-        after.checked_sub(1).map(|i| self.nodes[i])
+        self.index_of_last_starting_by(byte).map(|i| self.nodes[i])
+    }
+
+    /// Where [`InSourceOrder::last_starting_by`]'s node is in the list.
+    pub fn index_of_last_starting_by(&self, byte: usize) -> Option<usize> {
+        self.starts.partition_point(|s| *s <= byte).checked_sub(1)
     }
 
     /// The nodes and their starts, to move in place: they must stay in source order and in step.

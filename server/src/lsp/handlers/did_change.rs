@@ -47,23 +47,33 @@ pub fn apply_changes(
         ));
     }
     open.revision += 1;
+    let applied = apply_each(open, changes, version, encoding);
+    open.reparse();
+    open.set_version(version);
+    applied
+}
+
+/// Apply each change to the text, up to one that cannot be placed.
+fn apply_each(
+    open: &mut OpenDocument,
+    changes: &[TextDocumentContentChangeEvent],
+    version: i32,
+    encoding: PositionEncoding,
+) -> Result<(), String> {
     for change in changes {
         let Some(range) = change.range else {
             open.replace(&change.text, version);
             continue;
         };
-        match open.positions(encoding).text_range(range) {
-            Ok(byte_range) => open.edit(byte_range, &change.text),
-            Err(error) => {
-                open.set_version(version);
-                return Err(format!(
-                    "culint: a change was dropped because its {error}; the server's copy of the file may now \
-                     differ from the editor's: close and reopen the file"
-                ));
-            }
+        if let Err(error) =
+            open.positions(encoding).text_range(range).map(|byte_range| open.edit(byte_range, &change.text))
+        {
+            return Err(format!(
+                "culint: a change was dropped because its {error}; the server's copy of the file may now differ \
+                 from the editor's: close and reopen the file"
+            ));
         }
     }
-    open.set_version(version);
     Ok(())
 }
 
@@ -100,7 +110,9 @@ mod tests {
         assert_eq!(text, "# 显存 😀!\nx = 42\r\nz = 3\ny = 7\n");
         assert_eq!(open.document().version(), 2);
         assert_eq!(open.revision, 1);
-        assert_eq!(open.tree().root_node().to_sexp(), parse(&text, None).root_node().to_sexp());
+        // Reparsed by the change itself, not on demand.
+        let tree = open.document().cached_tree().expect("the change reparsed the text");
+        assert_eq!(tree.root_node().to_sexp(), parse(&text, None).root_node().to_sexp());
     }
 
     #[test]
@@ -125,6 +137,12 @@ mod tests {
         let error = apply_changes(&mut open, &[change((9, 0), (9, 1), "x")], 2, PositionEncoding::Utf16).unwrap_err();
         assert!(error.contains("position 9:0 is past the end"), "{error}");
         assert_eq!(open.document().text(), "a\n");
+        // The changes before the one refused are applied and parsed.
+        let changes = [change((0, 0), (0, 0), "b"), change((9, 0), (9, 1), "x")];
+        assert!(apply_changes(&mut open, &changes, 3, PositionEncoding::Utf16).is_err());
+        assert_eq!(open.document().text(), "ba\n");
+        let tree = open.document().cached_tree().expect("the change reparsed the text");
+        assert_eq!(tree.root_node().to_sexp(), parse("ba\n", None).root_node().to_sexp());
     }
 }
 
