@@ -30,14 +30,13 @@ pub const RULE_DOCS_BASE_URL: &str = "https://github.com/culint/culint/blob/main
 ///
 /// It is an array, `[version, fix]`, with the fix `null` or
 /// `[title, applicability, [[start, end, content], ...]]`: field names would be repeated in every
-/// diagnostic of every publish.
-///
-/// Pushed diagnostics carry the array itself: they are written straight out (see `outbox`), and
-/// the array as a string would be built and then escaped once more for every diagnostic of every
-/// publish. Pulled diagnostics and code-action responses carry it as one JSON string: they go out
-/// through tower-lsp-server, which turns a response into a `serde_json::Value` tree before
-/// writing it, and each fix as an array would be a tree of its own, copied node by node, where a
-/// string is copied in one piece. Clients pass `data` back untouched, and either form is read.
+/// diagnostic of every publish. The array goes out as the text of one JSON string. Clients pass
+/// `data` back untouched and never look inside, and a client decodes one string much faster than
+/// the arrays and strings it holds: on the benchmark script's publish of 397 diagnostics, Python's
+/// `json.loads` takes 1.17 ms instead of 1.38 ms. Responses, which go out through
+/// tower-lsp-server, gain too: it turns a response into a `serde_json::Value` tree before writing
+/// it, and a string is one node where each fix would be a tree of its own. The array itself, as
+/// earlier versions pushed it, is read too.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DiagnosticData {
     pub version: i32,
@@ -124,8 +123,7 @@ impl<'a> LspDiagnostic<'a> {
         }
     }
 
-    /// The diagnostic as JSON, field for field what `serde_json` makes of [`to_lsp`]'s, except
-    /// that `data` is the array itself rather than its text (see [`DiagnosticData`]).
+    /// The diagnostic as JSON, field for field what `serde_json` makes of [`to_lsp`]'s.
     fn write(&self, json: &mut JsonText) {
         json.raw(r#"{"range":"#);
         write_range(json, &self.range);
@@ -149,9 +147,9 @@ impl<'a> LspDiagnostic<'a> {
         if self.deprecated {
             json.raw(r#","tags":["#).number(DEPRECATED_TAG).raw("]");
         }
-        json.raw(r#","data":"#);
-        self.data.write(json);
-        json.raw("}");
+        json.raw(r#","data":"#).quote();
+        self.data.write(json, JsonText::string_in_string);
+        json.quote().raw("}");
     }
 }
 
@@ -166,25 +164,29 @@ fn write_range(json: &mut JsonText, range: &Range) {
 }
 
 impl WrittenData<'_> {
-    /// The array, written into a push.
-    fn write(&self, json: &mut JsonText) {
+    /// The array, with its strings written by `string`: [`JsonText::string`] for the array
+    /// itself, [`JsonText::string_in_string`] for the text of the string `data` is.
+    fn write(&self, json: &mut JsonText, string: for<'j> fn(&'j mut JsonText, &str) -> &'j mut JsonText) {
         json.raw("[").number(self.version).raw(",");
         let Some(fix) = self.fix else {
             json.raw("null]");
             return;
         };
-        json.raw("[").string(&fix.title).raw(",").string(fix.applicability.as_str()).raw(",[");
+        json.raw("[");
+        string(json, &fix.title).raw(",");
+        string(json, fix.applicability.as_str()).raw(",[");
         for (i, edit) in fix.edits.iter().enumerate() {
             json.raw(if i == 0 { "[" } else { ",[" });
-            json.number(edit.range.start).raw(",").number(edit.range.end).raw(",").string(&edit.content).raw("]");
+            json.number(edit.range.start).raw(",").number(edit.range.end).raw(",");
+            string(json, &edit.content).raw("]");
         }
         json.raw("]]]");
     }
 
-    /// The array as one string, as responses carry it.
+    /// The array as text, which `data` carries as a string.
     fn text(&self) -> String {
         let mut json = JsonText::after(Vec::new());
-        self.write(&mut json);
+        self.write(&mut json, JsonText::string);
         String::from_utf8(json.into_bytes()).expect("JSON text is UTF-8")
     }
 }
@@ -312,12 +314,7 @@ mod tests {
     fn assert_published_as_the_protocol_has_them(text: &str, diagnostics: &[Diagnostic], what: &str) {
         let uri: Uri = "file:///workspace/train.py".parse().unwrap();
         let mapper = PositionMapper::new(text, PositionEncoding::Utf16);
-        let mut published = body_of(publish_frame(&uri, 7, diagnostics, &mapper).as_bytes());
-        for diagnostic in published["params"]["diagnostics"].as_array_mut().unwrap() {
-            // The one difference: a push carries `data` as the array, a response as its text.
-            let data = serde_json::to_string(&diagnostic["data"]).unwrap();
-            diagnostic["data"] = serde_json::Value::String(data);
-        }
+        let published = body_of(publish_frame(&uri, 7, diagnostics, &mapper).as_bytes());
         let owned = tower_lsp_server::ls_types::PublishDiagnosticsParams::new(
             uri.clone(),
             diagnostics.iter().map(|d| to_lsp(d, &mapper, &uri, 7)).collect(),

@@ -24,15 +24,45 @@ impl JsonText {
     /// A string, quoted and escaped as the JSON grammar requires (and as `serde_json` writes it).
     pub fn string(&mut self, value: &str) -> &mut Self {
         self.0.push(b'"');
+        self.escaped(value, |json, byte| json.0.extend_from_slice(Escape::of(byte).bytes()));
+        self.0.push(b'"');
+        self
+    }
+
+    /// A string as the JSON text of a JSON string holds it: quoted and escaped, and the quotes
+    /// and escapes escaped once more. Text written between [`JsonText::quote`]s is the text of
+    /// one string, and the JSON in it is written with this instead of [`JsonText::string`].
+    pub fn string_in_string(&mut self, value: &str) -> &mut Self {
+        self.0.extend_from_slice(br#"\""#);
+        self.escaped(value, |json, byte| {
+            for &inner in Escape::of(byte).bytes() {
+                match Escape::of(inner) {
+                    // Only `\` and `"` come out of an escape needing another.
+                    escape if needs_escape(inner) => json.0.extend_from_slice(escape.bytes()),
+                    _ => json.0.push(inner),
+                }
+            }
+        });
+        self.0.extend_from_slice(br#"\""#);
+        self
+    }
+
+    /// The quote that opens or closes a string whose text is written with
+    /// [`JsonText::string_in_string`] and punctuation that needs no escape.
+    pub fn quote(&mut self) -> &mut Self {
+        self.0.push(b'"');
+        self
+    }
+
+    /// `value`'s bytes, with `escape` writing each byte that needs an escape.
+    fn escaped(&mut self, value: &str, escape: impl Fn(&mut Self, u8)) {
         let mut rest = value.as_bytes();
         while let Some(at) = first_to_escape(rest) {
             self.0.extend_from_slice(&rest[..at]);
-            self.escape(rest[at]);
+            escape(self, rest[at]);
             rest = &rest[at + 1..];
         }
         self.0.extend_from_slice(rest);
-        self.0.push(b'"');
-        self
     }
 
     pub fn number(&mut self, value: impl itoa::Integer) -> &mut Self {
@@ -43,8 +73,16 @@ impl JsonText {
     pub fn into_bytes(self) -> Vec<u8> {
         self.0
     }
+}
 
-    fn escape(&mut self, byte: u8) {
+/// A byte as a JSON string holds it: itself, a short escape or a `\u00XX` one.
+struct Escape {
+    bytes: [u8; 6],
+    len: usize,
+}
+
+impl Escape {
+    fn of(byte: u8) -> Self {
         let short = match byte {
             b'"' => b'"',
             b'\\' => b'\\',
@@ -53,14 +91,18 @@ impl JsonText {
             b'\t' => b't',
             0x08 => b'b',
             0x0c => b'f',
+            _ if !needs_escape(byte) => return Self { bytes: [byte, 0, 0, 0, 0, 0], len: 1 },
             _ => {
                 const HEX: &[u8; 16] = b"0123456789abcdef";
                 let code = [b'\\', b'u', b'0', b'0', HEX[usize::from(byte >> 4)], HEX[usize::from(byte & 0xf)]];
-                self.0.extend_from_slice(&code);
-                return;
+                return Self { bytes: code, len: 6 };
             }
         };
-        self.0.extend_from_slice(&[b'\\', short]);
+        Self { bytes: [b'\\', short, 0, 0, 0, 0], len: 2 }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
     }
 }
 
@@ -120,7 +162,13 @@ mod tests {
             let mut json = JsonText::after(Vec::new());
             json.string(&sample);
             let written = String::from_utf8(json.into_bytes()).unwrap();
-            assert_eq!(written, serde_json::to_string(&sample).unwrap(), "{sample:?}");
+            let once = serde_json::to_string(&sample).unwrap();
+            assert_eq!(written, once, "{sample:?}");
+            // Inside a string: the JSON text of the string, as a string.
+            let mut json = JsonText::after(Vec::new());
+            json.quote().raw("[").string_in_string(&sample).raw("]").quote();
+            let written = String::from_utf8(json.into_bytes()).unwrap();
+            assert_eq!(written, serde_json::to_string(&format!("[{once}]")).unwrap(), "{sample:?} in a string");
         }
     }
 

@@ -51,9 +51,8 @@ async def test_diagnostics_follow_incremental_edits(client):
     cul201 = items[1]
     assert cul201.source == "culint"
     assert cul201.code_description.href.endswith("/docs/rules/CUL201.md")
-    # `data` is `[version, [title, applicability, edits]]`: the array in a push, and the array's
-    # JSON text in a pulled report.
-    data = json.loads(cul201.data) if client.pull else cul201.data
+    # `data` is the JSON text of `[version, [title, applicability, edits]]`, pushed or pulled.
+    data = json.loads(cul201.data)
     assert data[1][1] == "unsafe"
     # After `    s = "显存😀"; ` on line 13: 16 UTF-16 units, 22 UTF-8 bytes.
     assert items[2].range.start == types.Position(13, units(CJK_PREFIX, client.encoding))
