@@ -191,19 +191,16 @@ impl Carried {
         let anywhere = Placing::Anywhere;
         carry_with_column(&mut mover, &mut walked.loop_nodes, &mut walked.outer_loops);
         carry_with_column(&mut mover, &mut walked.with_statements, &mut walked.with_scopes);
-        mover.carry_ordered(&mut walked.assignment_nodes, inside);
+        mover.carry_ordered(&mut walked.assignment_nodes, inside, |_, _, _, _| {});
         for list in [&mut walked.functions, &mut walked.classes, &mut walked.import_nodes] {
-            let kept = mover.carry(list, anywhere, |_, _, _, _| {});
+            let kept = mover.carry_all(list, anywhere);
             list.truncate(kept);
         }
         for index in [&mut walked.calls_by_name, &mut walked.assignments] {
-            index.retain(|_, nodes| {
-                mover.carry_ordered(nodes, inside);
-                !nodes.is_empty()
-            });
+            index.retain(|_, nodes| mover.carry_ordered(nodes, inside, |_, _, _, _| {}) > 0);
         }
         walked.functions_by_name.retain(|_, functions| {
-            let kept = mover.carry(functions, anywhere, |_, _, _, _| {});
+            let kept = mover.carry_all(functions, anywhere);
             functions.truncate(kept);
             kept > 0
         });
@@ -283,28 +280,38 @@ impl<'p, 'a> Mover<'p, 'a> {
         kept
     }
 
-    fn carry_ordered(&mut self, list: &mut InSourceOrder<'a>, placing: Placing) {
+    /// [`Mover::carry`] for a source-ordered list, whose starts move with its nodes; returns how
+    /// many nodes are kept, for the caller to cut the columns beside the list to.
+    fn carry_ordered(
+        &mut self,
+        list: &mut InSourceOrder<'a>,
+        placing: Placing,
+        mut beside: impl FnMut(&mut Self, usize, usize, Shift),
+    ) -> usize {
         let (nodes, starts) = list.parts_mut();
-        let kept = self.carry(nodes, placing, |_, from, to, shift| {
+        let kept = self.carry(nodes, placing, |mover, from, to, shift| {
             starts[to] = (starts[from] as i64 + shift.bytes) as usize;
+            beside(mover, from, to, shift);
         });
         nodes.truncate(kept);
         starts.truncate(kept);
+        kept
+    }
+
+    /// [`Mover::carry`] for a plain list of nodes.
+    fn carry_all(&mut self, nodes: &mut [Node<'a>], placing: Placing) -> usize {
+        self.carry(nodes, placing, |_, _, _, _| {})
     }
 }
 
 /// The calls, with their scopes, loops and callee names beside them.
 fn carry_calls<'a>(mover: &mut Mover<'_, 'a>, walked: &mut Walked<'a>) {
     let Walked { calls, call_scopes: scopes, call_loops: loops, call_names: names, .. } = walked;
-    let (nodes, starts) = calls.parts_mut();
-    let kept = mover.carry(nodes, Placing::InsideStatements, |mover, from, to, shift| {
-        starts[to] = (starts[from] as i64 + shift.bytes) as usize;
+    let kept = mover.carry_ordered(calls, Placing::InsideStatements, |mover, from, to, shift| {
         scopes[to] = scopes[from].map(|scope| mover.place(scope, shift, Placing::Anywhere));
         loops[to] = loops[from].map(|in_loop| mover.place(in_loop, shift, Placing::Anywhere));
         names[to] = names[from].map(|name| name.moved(shift.bytes));
     });
-    nodes.truncate(kept);
-    starts.truncate(kept);
     scopes.truncate(kept);
     loops.truncate(kept);
     names.truncate(kept);
@@ -312,13 +319,9 @@ fn carry_calls<'a>(mover: &mut Mover<'_, 'a>, walked: &mut Walked<'a>) {
 
 /// A source-ordered list with a column of optional nodes beside it (a loop's outer loop).
 fn carry_with_column<'a>(mover: &mut Mover<'_, 'a>, list: &mut InSourceOrder<'a>, column: &mut Vec<Option<Node<'a>>>) {
-    let (nodes, starts) = list.parts_mut();
-    let kept = mover.carry(nodes, Placing::Anywhere, |mover, from, to, shift| {
-        starts[to] = (starts[from] as i64 + shift.bytes) as usize;
+    let kept = mover.carry_ordered(list, Placing::Anywhere, |mover, from, to, shift| {
         column[to] = column[from].map(|other| mover.place(other, shift, Placing::Anywhere));
     });
-    nodes.truncate(kept);
-    starts.truncate(kept);
     column.truncate(kept);
 }
 
