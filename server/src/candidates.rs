@@ -17,6 +17,7 @@ use streaming_iterator::StreamingIterator;
 use tree_sitter::{Node, Query, QueryCursor, QueryMatch, Tree};
 
 use crate::parse::python;
+use crate::rule_counts::RuleCounts;
 use crate::rules::{Candidate, RULES, Rule, index_of};
 use crate::tree_reuse::{KeptNode, StatementMemory};
 
@@ -118,7 +119,7 @@ pub struct CandidateCache {
     statements: StatementMemory<CachedMatches>,
     /// How many candidates each rule (by index into [`RULES`]) had at the last lint: the next
     /// one, of nearly the same text, reserves as many rather than growing its lists step by step.
-    counts: Mutex<Vec<usize>>,
+    counts: RuleCounts,
 }
 
 /// The matches of one top-level statement, for the rules they were found for (as indices into
@@ -141,7 +142,7 @@ impl CandidateCache {
     /// Forget every statement (a buffer that went idle gives its memory back).
     pub fn clear(&self) {
         self.statements.clear();
-        self.counts.lock().unwrap_or_else(PoisonError::into_inner).clear();
+        self.counts.clear();
     }
 
     /// Free what the last lint let go of ([`StatementMemory::sweep`]).
@@ -170,11 +171,11 @@ pub fn candidates_by_rule<'a>(
     let queries = RuleQueries::of(active);
     let slot_of_rule: Vec<Option<usize>> =
         RULES.iter().map(|rule| active.iter().position(|a| std::ptr::eq(*a, *rule))).collect();
-    let last_counts = cache
-        .map(|cache| std::mem::take(&mut *cache.counts.lock().unwrap_or_else(PoisonError::into_inner)))
-        .unwrap_or_default();
-    let mut by_rule: Vec<Vec<Candidate<'a>>> =
-        active.iter().map(|rule| Vec::with_capacity(last_counts.get(index_of(rule)).copied().unwrap_or(0))).collect();
+    let last_counts = cache.map(|cache| cache.counts.last());
+    let mut by_rule: Vec<Vec<Candidate<'a>>> = active
+        .iter()
+        .map(|rule| Vec::with_capacity(last_counts.as_ref().map_or(0, |counts| counts.of(rule))))
+        .collect();
     let mut add = |rule: usize, candidate: Candidate<'a>| {
         if let Some(slot) = slot_of_rule[rule] {
             by_rule[slot].push(candidate);
@@ -218,9 +219,7 @@ pub fn candidates_by_rule<'a>(
         }
     }
     if let Some(cache) = cache {
-        let mut counts = vec![0; RULES.len()];
-        active.iter().zip(&by_rule).for_each(|(rule, candidates)| counts[index_of(rule)] = candidates.len());
-        *cache.counts.lock().unwrap_or_else(PoisonError::into_inner) = counts;
+        cache.counts.record(active.iter().copied().zip(by_rule.iter().map(Vec::len)));
     }
     by_rule
 }

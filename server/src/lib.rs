@@ -19,6 +19,7 @@ pub mod parse;
 pub mod prefilter;
 pub mod probe;
 pub mod project;
+pub mod rule_counts;
 pub mod rules;
 pub mod semantic;
 pub mod suppression;

@@ -4,8 +4,8 @@ use rayon::prelude::*;
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 use tree_sitter::{Node, Tree};
 
 pub use crate::candidates::compile_query;
@@ -18,6 +18,7 @@ use crate::hardware::HardwareFacts;
 use crate::parse::{error_count, parse};
 use crate::prefilter::{self, PresentTokens};
 use crate::project::ProjectIndex;
+use crate::rule_counts::RuleCounts;
 use crate::rules::{Candidate, RULES, Rule};
 use crate::semantic::reads::{self, Reads};
 use crate::semantic::{Model, WalkCache, ast};
@@ -221,7 +222,7 @@ pub struct StatementCache {
     had_rules: AtomicBool,
     /// How many findings each rule had at the last lint, by its index in [`RULES`]: the next
     /// one makes room for as many at once.
-    found: Mutex<Vec<usize>>,
+    found: RuleCounts,
 }
 
 impl StatementCache {
@@ -332,9 +333,8 @@ fn lint_rules<'a>(
     if let Some((model, active, candidates)) = checked {
         let session = cache.and_then(|c| c.checks.open(&model, tree, context, settings));
         let kept_checks = session.as_ref().map(CheckSession::kept_checks);
-        let found_before =
-            cache.map(|c| c.found.lock().unwrap_or_else(PoisonError::into_inner).clone()).unwrap_or_default();
-        let found_last_time = |rule: &Rule| found_before.get(crate::rules::index_of(rule)).copied().unwrap_or(0);
+        let found_before = cache.map(|c| c.found.last());
+        let found_last_time = |rule: &Rule| found_before.as_ref().map_or(0, |counts| counts.of(rule));
         // Rules check independently of each other, so they share the cores: on a large file an
         // editor waits for the slowest half rather than for all of them one after another.
         let by_rule: Vec<(Vec<Diagnostic>, Vec<KeptFindings>)> = active
@@ -364,12 +364,7 @@ fn lint_rules<'a>(
             })
             .collect();
         if let Some(cache) = cache {
-            let mut found = cache.found.lock().unwrap_or_else(PoisonError::into_inner);
-            found.clear();
-            found.resize(RULES.len(), 0);
-            for (rule, (findings, _)) in active.iter().zip(&by_rule) {
-                found[crate::rules::index_of(rule)] = findings.len();
-            }
+            cache.found.record(active.iter().copied().zip(by_rule.iter().map(|(findings, _)| findings.len())));
         }
         let mut kept_by_statement: Vec<Vec<(&'static Rule, Arc<RuleFindings>)>> = Vec::new();
         for (found, kept) in by_rule {
