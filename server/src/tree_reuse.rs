@@ -129,6 +129,12 @@ struct Retired<T> {
     statements: HashMap<usize, Arc<T>>,
 }
 
+impl<T> Default for Retired<T> {
+    fn default() -> Self {
+        Self { tree: None, statements: HashMap::new() }
+    }
+}
+
 impl<T> Retired<T> {
     fn free(&mut self) {
         self.tree = None;
@@ -138,8 +144,7 @@ impl<T> Retired<T> {
 
 impl<T> Default for StatementMemory<T> {
     fn default() -> Self {
-        let retired = Retired { tree: None, statements: HashMap::new() };
-        Self { inner: Mutex::new(Memory { tree: None, statements: HashMap::new(), retired }) }
+        Self { inner: Mutex::new(Memory { tree: None, statements: HashMap::new(), retired: Retired::default() }) }
     }
 }
 
@@ -149,7 +154,7 @@ impl<T> StatementMemory<T> {
         let mut memory = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         memory.statements.clear();
         memory.tree = None;
-        memory.retired = Retired { tree: None, statements: HashMap::new() };
+        memory.retired = Retired::default();
     }
 
     /// Free what the last lint let go of. A lint that finds it not swept frees it first.

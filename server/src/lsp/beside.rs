@@ -5,31 +5,31 @@
 //! edit, which holds the session, must not wait for it. A thread started for each keystroke
 //! costs more than the work it would take off the reparse's path.
 
-use std::sync::mpsc::{Receiver, Sender, channel};
-use std::sync::{LazyLock, Mutex, PoisonError};
+use std::sync::LazyLock;
+use std::sync::mpsc::{Sender, channel};
 
 type Job = Box<dyn FnOnce() + Send>;
 
 /// Where jobs go: the thread is started on first use and runs for the rest of the process.
-static JOBS: LazyLock<Mutex<Sender<Job>>> = LazyLock::new(|| {
+static JOBS: LazyLock<Sender<Job>> = LazyLock::new(|| {
     let (jobs, queue) = channel::<Job>();
     std::thread::Builder::new()
         .name("culint-beside".to_owned())
         .spawn(move || queue.into_iter().for_each(|job| job()))
         .expect("a thread for work beside edits");
-    Mutex::new(jobs)
+    jobs
 });
 
 /// Run `beside` on the other thread while `here` runs on this one; returns when both are done.
 /// A panic in `beside` is raised here, after `here` is done.
 pub fn alongside<T>(beside: impl FnOnce() + Send + 'static, here: impl FnOnce() -> T) -> T {
-    let (done, finished): (Sender<std::thread::Result<()>>, Receiver<_>) = channel();
+    let (done, finished) = channel::<std::thread::Result<()>>();
     let job: Job = Box::new(move || {
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(beside));
         // The caller may be gone (it panicked itself): then there is no one to tell.
         let _ = done.send(outcome);
     });
-    let sent = JOBS.lock().unwrap_or_else(PoisonError::into_inner).send(job);
+    let sent = JOBS.send(job);
     let value = here();
     if let Err(unsent) = sent {
         // The thread is gone (it cannot be, short of a bug): the work is done here instead.

@@ -45,6 +45,8 @@ impl Admissions {
                 return possible.filter(|rule| last.admitted[index_of(rule)]).collect();
             }
         }
+        // Judged for `possible` alone, and kept as a copy: only a text judged ahead, for every
+        // rule, is ever taken by its address.
         let possible: Vec<&'static Rule> = possible.collect();
         let admitted = self.judge(Arc::new(text.to_owned()), &possible);
         possible.into_iter().filter(|rule| admitted[index_of(rule)]).collect()
