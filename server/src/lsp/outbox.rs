@@ -8,7 +8,7 @@
 //!
 //! Frames never interleave. The transport encodes a whole message into its buffer before writing
 //! any of it, and [`TransportOutput`] always takes the whole buffer, so each write it receives
-//! is a run of whole frames; [`Outbox::send`] takes whole frames too. A thread of its own writes
+//! is a run of whole frames; [`Outbox::send_now`] takes whole frames too. A thread of its own writes
 //! the queue out in order, with blocking writes (see `stdio` for why not tokio's stdout). The
 //! queue is bounded: a client that reads slowly holds the server back rather than letting frames
 //! pile up.
@@ -47,11 +47,12 @@ impl Outbox {
         Ok((Outbox { queue: queue.clone() }, TransportOutput { queue: PollSender::new(queue) }))
     }
 
-    /// Send a frame once the queue has room. Nothing is sent once the client has stopped
-    /// reading.
-    pub async fn send(&self, frame: Frame) {
+    /// Queue a frame, waiting on this thread while the queue is full: for the threads that lint
+    /// and the blocking pool, never for an async thread. Nothing is sent once the client has
+    /// stopped reading.
+    pub fn send_now(&self, frame: Frame) {
         // A closed queue means the session is over: there is no one left to tell.
-        drop(self.queue.send(frame).await);
+        drop(self.queue.blocking_send(frame));
     }
 }
 
@@ -160,7 +161,8 @@ mod tests {
         let (server_side, mut client_side) = tokio::io::duplex(16);
         let (outbox, mut transport) = Outbox::start(SyncIoBridge::new(server_side)).unwrap();
         transport.write_all(b"Content-Length: 2\r\n\r\n{}").await.unwrap();
-        outbox.send(notification("a/b", [1, 2])).await;
+        let queued = outbox.clone();
+        tokio::task::spawn_blocking(move || queued.send_now(notification("a/b", [1, 2]))).await.unwrap();
         transport.write_all(b"Content-Length: 4\r\n\r\nnull").await.unwrap();
         drop((outbox, transport));
         let mut received = String::new();
@@ -178,7 +180,7 @@ mod tests {
         let (server_side, client_side) = tokio::io::duplex(16);
         drop(client_side);
         let (outbox, mut transport) = Outbox::start(SyncIoBridge::new(server_side)).unwrap();
-        outbox.send(notification("a/b", ())).await;
+        tokio::task::spawn_blocking(move || outbox.send_now(notification("a/b", ()))).await.unwrap();
         // The writer thread sees the closed pipe and stops; the transport's next write fails.
         let mut failed = false;
         for _ in 0..100 {
@@ -197,9 +199,9 @@ mod tests {
         let (outbox, transport) = Outbox::start(SyncIoBridge::new(server_side)).unwrap();
         drop(transport);
         let frames = QUEUED_FRAMES * 4;
-        let sending = tokio::spawn(async move {
+        let sending = tokio::task::spawn_blocking(move || {
             for i in 0..frames {
-                outbox.send(notification("a/b", i)).await;
+                outbox.send_now(notification("a/b", i));
             }
         });
         // Nothing reads: the queue fills and the sender waits.
