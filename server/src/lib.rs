@@ -1,6 +1,7 @@
 //! culint: finds the PyTorch code that runs GPUs out of memory or fails in cuBLAS, explains the
 //! CUDA errors people already hit, and checks the GPU they will run on.
 
+pub mod beside;
 pub mod candidates;
 pub mod check_cache;
 pub mod cli;

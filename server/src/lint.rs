@@ -308,8 +308,11 @@ fn lint_rules<'a>(
         // A buffer that had rules to run at its last lint most likely has them now: the rules are
         // chosen beside the model's build rather than before it, which takes the prefilter's scans
         // of the whole text off the path an editor waits on.
+        //
+        // Of an editor's lints the second half goes to the thread beside ([`crate::beside`]): the
+        // pool's other thread, idle since the last keystroke, takes up a half offered to it late.
         let statements = ast::top_level_statements(tree);
-        let (model, (active, candidates)) = rayon::join(
+        let (model, (active, candidates)) = crate::beside::join(
             || build_model(&statements),
             || {
                 let active = choose();
@@ -335,34 +338,37 @@ fn lint_rules<'a>(
         let kept_checks = session.as_ref().map(CheckSession::kept_checks);
         let found_before = cache.map(|c| c.found.last());
         let found_last_time = |rule: &Rule| found_before.as_ref().map_or(0, |counts| counts.of(rule));
-        // Rules check independently of each other, so they share the cores: on a large file an
-        // editor waits for the slowest half rather than for all of them one after another.
-        let by_rule: Vec<(Vec<Diagnostic>, Vec<KeptFindings>)> = active
-            .par_iter()
-            .copied()
-            .zip(candidates)
-            .map(|(rule, candidates)| {
-                let mut checker = Checker {
-                    model: &model,
-                    hardware: settings.hardware.as_ref(),
-                    rule,
-                    diagnostics: Vec::new(),
-                    memo: foldhash::HashMap::default(),
-                };
-                let kept = match kept_checks {
-                    Some(session) => check_statements(&mut checker, &candidates, session, found_last_time(rule)),
-                    None => {
-                        candidates.iter().for_each(|candidate| (rule.check)(&mut checker, candidate));
-                        Vec::new()
-                    }
-                };
-                let mut found = checker.diagnostics;
-                if let Some(severity) = settings.severities.get(rule.code) {
-                    found.iter_mut().for_each(|d| d.severity = *severity);
+        let check = |rule: &'static Rule, candidates: &[Candidate<'a>]| {
+            let mut checker = Checker {
+                model: &model,
+                hardware: settings.hardware.as_ref(),
+                rule,
+                diagnostics: Vec::new(),
+                memo: foldhash::HashMap::default(),
+            };
+            let kept = match kept_checks {
+                Some(session) => check_statements(&mut checker, candidates, session, found_last_time(rule)),
+                None => {
+                    candidates.iter().for_each(|candidate| (rule.check)(&mut checker, candidate));
+                    Vec::new()
                 }
-                (found, kept)
-            })
-            .collect();
+            };
+            let mut found = checker.diagnostics;
+            if let Some(severity) = settings.severities.get(rule.code) {
+                found.iter_mut().for_each(|d| d.severity = *severity);
+            }
+            (found, kept)
+        };
+        // Rules check independently of each other, so they share the cores: on a large file an
+        // editor waits for the slowest half rather than for all of them one after another. An
+        // editor's lint shares them with the thread beside, as it did the candidates; the files
+        // of `culint check` share the pool.
+        let rules: Vec<(&'static Rule, Vec<Candidate<'a>>)> = active.iter().copied().zip(candidates).collect();
+        let by_rule: Vec<(Vec<Diagnostic>, Vec<KeptFindings>)> = if cache.is_some() {
+            crate::beside::map(&rules, |(_, candidates)| candidates.len(), |(rule, candidates)| check(rule, candidates))
+        } else {
+            rules.par_iter().map(|(rule, candidates)| check(rule, candidates)).collect()
+        };
         if let Some(cache) = cache {
             cache.found.record(active.iter().copied().zip(by_rule.iter().map(|(findings, _)| findings.len())));
         }

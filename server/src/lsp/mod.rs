@@ -3,7 +3,6 @@
 //! `server.rs` maps each LSP method to a one-line call into `handlers/<method>.rs`; the engine
 //! work behind every handler is the same `lint`/`fix_text` the CLI runs.
 
-mod beside;
 pub mod capabilities;
 pub mod commands;
 pub mod context;

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tower_lsp_server::ls_types::Uri;
 use tree_sitter::Tree;
 
+use crate::beside;
 use crate::config::{Overrides, Resolver};
 use crate::diagnostic::Diagnostic;
 use crate::document::{Document, SharedText};
@@ -19,7 +20,6 @@ use crate::fix::Applicability;
 use crate::hardware::HardwareFacts;
 use crate::knowledge::Lang;
 use crate::lint::{LintSettings, StatementCache};
-use crate::lsp::beside;
 use crate::lsp::capabilities::ClientFeatures;
 use crate::lsp::position::{LineStarts, PositionEncoding, PositionMapper};
 use crate::lsp::settings::ClientSettings;
@@ -81,7 +81,7 @@ impl OpenDocument {
     /// are judged for the lint that follows (see [`StatementCache::judge_ahead`]).
     pub fn reparse(&mut self) {
         let (text, statements) = (self.document.shared_text(), Arc::clone(&self.statements));
-        beside::alongside(move || statements.judge_ahead(&text), || self.document.reparse());
+        beside::join(|| self.document.reparse(), move || statements.judge_ahead(&text));
     }
 
     /// Replace the whole text.

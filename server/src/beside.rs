@@ -1,0 +1,173 @@
+//! One thread, always there, that runs work beside the thread a keystroke's work is on: while
+//! the edit is reparsed, it judges which rules could fire on the new text; while the lint builds
+//! the model, it finds the rules' candidates.
+//!
+//! The lints' thread pool is not used for this. A keystroke comes after the cores were idle, and
+//! then a job that rayon offers for stealing is taken up by the pool's other thread late or not
+//! at all: at the lint's first fork, in 56% of 1,000 keystrokes the half offered ran only after
+//! the other half, on the same thread, and where it was stolen, it started 0.75 ms late at the
+//! median. A thread that waits on a channel starts a job 0.08 ms after it is sent
+//! (BENCHMARKS.md). The pool may also be busy linting other buffers, and an edit, which holds the
+//! session, must not wait for it. A thread started for each keystroke costs more than the work it
+//! would take off the path.
+
+use std::cell::Cell;
+use std::cmp::Reverse;
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::sync::LazyLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{Sender, channel};
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// Where jobs go: the thread is started on first use and runs for the rest of the process.
+static JOBS: LazyLock<Sender<Job>> = LazyLock::new(|| {
+    let (jobs, queue) = channel::<Job>();
+    std::thread::Builder::new()
+        .name("culint-beside".to_owned())
+        .spawn(move || {
+            ON_THE_THREAD.set(true);
+            queue.into_iter().for_each(|job| job());
+        })
+        .expect("a thread for work beside edits");
+    jobs
+});
+
+thread_local! {
+    /// Set on the thread itself: a job there that asks for work beside it runs it in place,
+    /// rather than waiting on itself.
+    static ON_THE_THREAD: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Run `here` on this thread and `beside` on the other one; returns both results once both are
+/// done. A panic on either side is raised here, once both are done. `beside` may borrow from the
+/// caller: this does not return or unwind before it has run.
+pub fn join<A, B>(here: impl FnOnce() -> A, beside: impl FnOnce() -> B + Send) -> (A, B)
+where
+    B: Send,
+{
+    if ON_THE_THREAD.get() {
+        let here = here();
+        return (here, beside());
+    }
+    let (done, finished) = channel::<std::thread::Result<B>>();
+    let job: Box<dyn FnOnce() + Send + '_> = Box::new(move || {
+        // The caller waits for this message, so the receiver is there to take it.
+        let _ = done.send(catch_unwind(AssertUnwindSafe(beside)));
+    });
+    // SAFETY: the job borrows only what the caller lends for this call. The lifetime is erased so
+    // that the thread can hold it, and this function neither returns nor unwinds before the job
+    // has run or been dropped: the receive below waits for the job's message, or for the job's
+    // sender to be dropped with it. A panic in `here` is caught first, so it cannot skip the wait.
+    let job: Job = unsafe { std::mem::transmute::<Box<dyn FnOnce() + Send + '_>, Job>(job) };
+    if let Err(unsent) = JOBS.send(job) {
+        // The thread is gone (it cannot be, short of a bug): the work is done here instead.
+        (unsent.0)();
+    }
+    let here = catch_unwind(AssertUnwindSafe(here));
+    let beside = finished.recv();
+    let here = here.unwrap_or_else(|panic| resume_unwind(panic));
+    match beside {
+        Ok(Ok(beside)) => (here, beside),
+        Ok(Err(panic)) => resume_unwind(panic),
+        Err(_) => unreachable!("the job sends its result before its sender is dropped"),
+    }
+}
+
+/// `f` of every item, on this thread and the one beside: each takes the next item as it finishes
+/// one, the costliest first by `cost`, so that the two finish close together. The results are in
+/// the items' order. Returns once both threads are done: when the thread beside is busy with other
+/// work, that includes waiting for it, even where this thread did every item.
+pub fn map<T, R>(items: &[T], cost: impl Fn(&T) -> usize, f: impl Fn(&T) -> R + Sync) -> Vec<R>
+where
+    T: Sync,
+    R: Send,
+{
+    let mut order: Vec<usize> = (0..items.len()).collect();
+    order.sort_by_cached_key(|i| Reverse(cost(&items[*i])));
+    let next = AtomicUsize::new(0);
+    let take = || {
+        let mut done = Vec::new();
+        while let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
+            done.push((i, f(&items[i])));
+        }
+        done
+    };
+    let (here, beside) = join(take, take);
+    let mut results: Vec<Option<R>> = std::iter::repeat_with(|| None).take(items.len()).collect();
+    for (i, result) in here.into_iter().chain(beside) {
+        results[i] = Some(result);
+    }
+    results.into_iter().map(|result| result.expect("every item is taken once")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn both_sides_run_and_the_work_beside_is_done_on_return() {
+        let count = AtomicUsize::new(0);
+        for i in 0..100 {
+            let (here, beside) = join(|| i * 2, || count.fetch_add(1, Ordering::SeqCst));
+            assert_eq!((here, beside), (i * 2, i));
+        }
+        assert_eq!(count.load(Ordering::SeqCst), 100);
+    }
+
+    #[test]
+    fn the_work_beside_runs_on_the_other_thread_and_may_borrow() {
+        let lent = String::from("lent");
+        let (here, beside) = join(|| std::thread::current().id(), || (std::thread::current().id(), lent.len()));
+        assert_ne!(here, beside.0);
+        assert_eq!(beside.1, 4);
+    }
+
+    #[test]
+    fn a_panic_on_either_side_reaches_the_caller_once_both_are_done_and_the_thread_goes_on() {
+        let finished = AtomicUsize::new(0);
+        let caught = catch_unwind(AssertUnwindSafe(|| {
+            join(|| (), || panic!("beside"));
+        }));
+        assert!(caught.is_err());
+        let caught = catch_unwind(AssertUnwindSafe(|| {
+            join(
+                || panic!("here"),
+                || {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                    finished.fetch_add(1, Ordering::SeqCst);
+                },
+            );
+        }));
+        assert!(caught.is_err());
+        // The work beside had finished before the panic here was raised.
+        assert_eq!(finished.load(Ordering::SeqCst), 1);
+        assert_eq!(join(|| 1, || 2), (1, 2));
+    }
+
+    #[test]
+    fn map_does_every_item_once_on_both_threads_and_keeps_their_order() {
+        let items: Vec<usize> = (0..64).collect();
+        let threads = std::sync::Mutex::new(std::collections::HashSet::new());
+        let doubled = map(
+            &items,
+            |item| *item,
+            |item| {
+                threads.lock().unwrap().insert(std::thread::current().id());
+                // Long enough that the thread beside starts before this one has taken every item.
+                std::thread::sleep(std::time::Duration::from_micros(500));
+                item * 2
+            },
+        );
+        assert_eq!(doubled, items.iter().map(|i| i * 2).collect::<Vec<_>>());
+        assert_eq!(threads.lock().unwrap().len(), 2);
+        assert!(map(&[] as &[usize], |_| 0, |item| *item).is_empty());
+    }
+
+    #[test]
+    fn work_beside_asked_for_on_the_thread_itself_runs_there() {
+        let (_, nested) = join(|| (), || join(|| 1, || 2));
+        assert_eq!(nested, (1, 2));
+    }
+}
