@@ -206,7 +206,7 @@ impl Diagnostic {
 
 /// Lint a parsed text. Diagnostics come back sorted by position, with suppressions applied.
 pub fn lint(text: &str, tree: &Tree, context: LintContext<'_>, settings: &LintSettings) -> Vec<Diagnostic> {
-    lint_rules(text, tree, context, settings, || rules_that_could_fire(text, settings), None)
+    lint_rules(text, tree, context, settings, || rules_that_could_fire(text, settings), None, |_| ()).0
 }
 
 /// What the last lint of a buffer found in each top-level statement: query matches and what the
@@ -272,19 +272,35 @@ pub fn lint_again(
     settings: &LintSettings,
     cache: &StatementCache,
 ) -> Vec<Diagnostic> {
-    let choose = || cache.admissions.admit(text, possible_rules(settings));
-    lint_rules(text, tree, context, settings, choose, Some(cache))
+    lint_again_then(text, tree, context, settings, cache, |_| ()).0
 }
 
-/// [`lint`] with the rules that `choose` picks ([`rules_that_could_fire`] or the like).
-fn lint_rules<'a>(
+/// [`lint_again`], with what `then` makes of the diagnostics. It is made on the thread beside
+/// ([`crate::beside`]) while this one puts away what the next lint will reuse: an editor frames
+/// its publish meanwhile, rather than after.
+pub fn lint_again_then<T: Send>(
+    text: &str,
+    tree: &Tree,
+    context: LintContext<'_>,
+    settings: &LintSettings,
+    cache: &StatementCache,
+    then: impl FnOnce(&[Diagnostic]) -> T + Send,
+) -> (Vec<Diagnostic>, T) {
+    let choose = || cache.admissions.admit(text, possible_rules(settings));
+    lint_rules(text, tree, context, settings, choose, Some(cache), then)
+}
+
+/// [`lint`] with the rules that `choose` picks ([`rules_that_could_fire`] or the like), and what
+/// `then` makes of the diagnostics (see [`lint_again_then`]).
+fn lint_rules<'a, T: Send>(
     text: &'a str,
     tree: &'a Tree,
     context: LintContext<'a>,
     settings: &LintSettings,
     choose: impl FnOnce() -> Vec<&'static Rule> + Send,
     cache: Option<&StatementCache>,
-) -> Vec<Diagnostic> {
+    then: impl FnOnce(&[Diagnostic]) -> T + Send,
+) -> (Vec<Diagnostic>, T) {
     let mut diagnostics = Vec::new();
     if settings.show_syntax_errors {
         diagnostics.extend(syntax_errors(tree));
@@ -333,6 +349,7 @@ fn lint_rules<'a>(
     if let Some(cache) = cache {
         cache.had_rules.store(checked.is_some(), Ordering::Relaxed);
     }
+    let mut to_keep = None;
     if let Some((model, active, candidates)) = checked {
         let session = cache.and_then(|c| c.checks.open(&model, tree, context, settings));
         let kept_checks = session.as_ref().map(CheckSession::kept_checks);
@@ -382,25 +399,37 @@ fn lint_rules<'a>(
                 kept_by_statement[statement].push((rule, findings));
             }
         }
-        if let Some(session) = session {
-            session.finish(&model, kept_by_statement);
+        to_keep = cache.map(|cache| (cache, session, model, kept_by_statement));
+    }
+    let finish = move || {
+        if !diagnostics.is_empty() {
+            let suppressions = Suppressions::new(text, tree);
+            diagnostics.retain(|d| !suppressions.is_suppressed(d, text));
         }
-        if let Some(cache) = cache {
-            cache.walks.keep(model);
+        diagnostics.sort_by(|a, b| (a.range.start, &a.code, a.range.end).cmp(&(b.range.start, &b.code, b.range.end)));
+        diagnostics.dedup_by(|a, b| a.code == b.code && a.range == b.range);
+        if memchr::memchr(0, text.as_bytes()).is_some() {
+            // The parser takes a NUL for the end of the input in some states, so the text around
+            // it is not parsed reliably enough to edit (`culint check` skips such files as binary).
+            diagnostics.iter_mut().for_each(|d| d.fix = None);
         }
+        let made = then(&diagnostics);
+        (diagnostics, made)
+    };
+    match to_keep {
+        // The diagnostics are finished beside while this thread puts away what the next lint
+        // reuses (which holds the cache's locks, so it stays here): they wait for none of it.
+        Some((cache, session, model, kept_by_statement)) => {
+            let keep = move || {
+                if let Some(session) = session {
+                    session.finish(&model, kept_by_statement);
+                }
+                cache.walks.keep(model);
+            };
+            crate::beside::join(keep, finish).1
+        }
+        None => finish(),
     }
-    if !diagnostics.is_empty() {
-        let suppressions = Suppressions::new(text, tree);
-        diagnostics.retain(|d| !suppressions.is_suppressed(d, text));
-    }
-    diagnostics.sort_by(|a, b| (a.range.start, &a.code, a.range.end).cmp(&(b.range.start, &b.code, b.range.end)));
-    diagnostics.dedup_by(|a, b| a.code == b.code && a.range == b.range);
-    if memchr::memchr(0, text.as_bytes()).is_some() {
-        // The parser takes a NUL for the end of the input in some states, so the text around it
-        // is not parsed reliably enough to edit (`culint check` skips such files as binary).
-        diagnostics.iter_mut().for_each(|d| d.fix = None);
-    }
-    diagnostics
 }
 
 /// Findings of one rule in one top-level statement, to keep for the next lint: (top-level index,
@@ -452,7 +481,7 @@ pub fn lint_text(text: &str, context: LintContext<'_>, settings: &LintSettings) 
     if active.is_empty() && !settings.show_syntax_errors {
         return Vec::new();
     }
-    lint_rules(text, &parse(text, None), context, settings, || active, None)
+    lint_rules(text, &parse(text, None), context, settings, || active, None, |_| ()).0
 }
 
 /// Pseudo-diagnostics for the regions tree-sitter could not parse (`--show-syntax-errors`).
@@ -638,6 +667,28 @@ mod tests {
     /// A buffer that loses what its rules need (the code is deleted) lints to nothing, and once
     /// the code is back it lints to what a fresh lint finds; the rules are chosen before the
     /// model's build or beside it accordingly.
+    /// What an editor makes of a lint (its publish) is made of the diagnostics the lint returns:
+    /// suppressed, sorted and deduplicated, on the thread beside once the buffer has had rules.
+    #[test]
+    fn then_is_handed_the_finished_diagnostics() {
+        let settings = LintSettings::default();
+        let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/train_resnet.py"))
+            .expect("example");
+        let suppressed = text.replacen('\n', "  # culint: ignore\n", 40);
+        let unsuppressed = lint(&text, &parse(&text, None), LintContext::default(), &settings);
+        let mut document = Document::new(&suppressed, 1);
+        let cache = StatementCache::default();
+        for _ in 0..2 {
+            let tree = document.tree().clone();
+            let (diagnostics, handed) =
+                lint_again_then(document.text(), &tree, LintContext::default(), &settings, &cache, |d| d.to_vec());
+            assert_eq!(handed, diagnostics);
+            assert_eq!(diagnostics, lint(&suppressed, &tree, LintContext::default(), &settings));
+            assert!(!diagnostics.is_empty() && diagnostics.len() < unsuppressed.len());
+        }
+        assert!(cache.had_rules.load(Ordering::Relaxed));
+    }
+
     #[test]
     fn a_buffer_that_loses_its_rules_and_gets_them_back_lints_as_a_fresh_buffer() {
         let settings = LintSettings::default();
@@ -693,7 +744,8 @@ mod tests {
                         found.into_iter().map(|d| format!("{} {:?}", d.code, d.range)).collect()
                     };
                     let filtered = codes(lint(&chunk, &tree, context, &settings));
-                    let unfiltered = codes(lint_rules(&chunk, &tree, context, &settings, || every.clone(), None));
+                    let unfiltered =
+                        codes(lint_rules(&chunk, &tree, context, &settings, || every.clone(), None, |_| ()).0);
                     assert_eq!(filtered, unfiltered, "{}:\n{chunk}", path.display());
                     statements += 1;
                 }

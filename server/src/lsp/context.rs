@@ -9,7 +9,7 @@ use tower_lsp_server::jsonrpc;
 use tower_lsp_server::ls_types::{MessageType, Uri};
 
 use crate::diagnostic::Diagnostic;
-use crate::lint::{LintContext, StatementCache, lint, lint_again};
+use crate::lint::{LintContext, StatementCache, lint, lint_again_then};
 use crate::lsp::diagnostics::{Publish, publish_frame};
 use crate::lsp::log;
 use crate::lsp::outbox::Outbox;
@@ -164,11 +164,19 @@ impl ServerContext {
     /// that cost a tenth of the median keystroke on a busy machine, BENCHMARKS.md). The output
     /// thread writes it: writing here instead measured slower.
     fn publish_now(&self, snapshot: &Snapshot, cached: Option<LintResult>, encoding: PositionEncoding) {
-        let (diagnostics, linted) = match cached {
-            Some(result) => (result.diagnostics, false),
-            None => (Arc::new(lint_snapshot(snapshot)), true),
+        let frame = |diagnostics: &[Diagnostic]| {
+            publish_frame(&snapshot.uri, snapshot.version, diagnostics, &snapshot.positions(encoding))
         };
-        let frame = publish_frame(&snapshot.uri, snapshot.version, &diagnostics, &snapshot.positions(encoding));
+        let (diagnostics, frame, linted) = match cached {
+            Some(result) => {
+                let frame = frame(&result.diagnostics);
+                (result.diagnostics, frame, false)
+            }
+            None => {
+                let (diagnostics, frame) = lint_snapshot_then(snapshot, frame);
+                (Arc::new(diagnostics), frame, true)
+            }
+        };
         let order = self.publish_order.lock().unwrap_or_else(PoisonError::into_inner);
         let leftovers = {
             let mut session = self.session.lock();
@@ -253,14 +261,25 @@ impl Leftovers {
 
 /// The engine call behind every diagnostic the server reports.
 pub fn lint_snapshot(snapshot: &Snapshot) -> Vec<Diagnostic> {
-    if snapshot.excluded {
-        return Vec::new();
-    }
+    lint_snapshot_then(snapshot, |_| ()).0
+}
+
+/// [`lint_snapshot`], with what `then` makes of the diagnostics, made as [`lint_again_then`]
+/// makes it.
+fn lint_snapshot_then<T: Send>(
+    snapshot: &Snapshot,
+    then: impl FnOnce(&[Diagnostic]) -> T + Send,
+) -> (Vec<Diagnostic>, T) {
     let context = LintContext { path: snapshot.path.as_deref(), project: Some(&snapshot.project) };
-    match &snapshot.statements {
-        Some(cache) => lint_again(&snapshot.text, &snapshot.tree(), context, &snapshot.settings, cache),
+    let diagnostics = match &snapshot.statements {
+        _ if snapshot.excluded => Vec::new(),
+        Some(cache) => {
+            return lint_again_then(&snapshot.text, &snapshot.tree(), context, &snapshot.settings, cache, then);
+        }
         None => lint(&snapshot.text, &snapshot.tree(), context, &snapshot.settings),
-    }
+    };
+    let made = then(&diagnostics);
+    (diagnostics, made)
 }
 
 pub fn unknown_document(uri: &Uri) -> jsonrpc::Error {
