@@ -15,10 +15,17 @@ time, not the server's. (Decoding the same 232 KB publish 1,000 times, 8 ms apar
 with the collector, 3.6 ms without; p50 2.8 ms either way.) The decoded JSON holds no cycles, so
 reference counting frees all of it as before.
 
+Paired latency (--paired): every server opens the script, and each keystroke goes to each server
+in turn (in alternating order), each waiting for its own publish before the next server gets it.
+This host's speed drifts by half from one minute to the next; in turns, the servers meet the same
+drift, so a difference between two builds of a few tenths of a millisecond shows, where runs one
+after the other bury it.
+
 Memory: open 1,000 different training scripts, wait until each has its diagnostics, and read
 the server's resident set size from /proc.
 
 Usage: bench.py --server "culint server" --server "ruff server" [--edits 1000] [--files 1000]
+       [--only latency|memory] [--paired]
 Writes a JSON summary to stdout.
 """
 
@@ -176,40 +183,31 @@ def percentile(samples, share):
     return ordered[min(len(ordered) - 1, int(round(share * (len(ordered) - 1))))]
 
 
-def latency(command, edit_count):
-    with tempfile.TemporaryDirectory() as root:
-        path = Path(root) / "train.py"
-        text = training_script(10_000)
-        path.write_text(text)
-        uri = path.as_uri()
-        connection = start_server(command, root)
-        connection.notify(
-            "textDocument/didOpen",
-            {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}},
-        )
-        connection.wait_diagnostics(uri, 1)
-        samples = []
-        received_samples = []
-        gc.collect()
-        gc.disable()
-        try:
-            for version, (line, start, end, char) in enumerate(edits(text, edit_count), start=2):
-                change = {
-                    "range": {"start": {"line": line, "character": start}, "end": {"line": line, "character": end}},
-                    "text": char,
-                }
-                sent = time.perf_counter()
-                connection.notify(
-                    "textDocument/didChange",
-                    {"textDocument": {"uri": uri, "version": version}, "contentChanges": [change]},
-                )
-                (received, decoded), _ = connection.wait_diagnostics(uri, version)
-                samples.append((decoded - sent) * 1000)
-                received_samples.append((received - sent) * 1000)
-        finally:
-            gc.enable()
-        rss = connection.rss_bytes()
-        connection.close()
+def open_script(connection, uri, text):
+    connection.notify(
+        "textDocument/didOpen",
+        {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}},
+    )
+    connection.wait_diagnostics(uri, 1)
+
+
+def keystroke(connection, uri, version, edit):
+    """Send one edit; returns its latency as decoded and as received, in milliseconds."""
+    line, start, end, char = edit
+    change = {
+        "range": {"start": {"line": line, "character": start}, "end": {"line": line, "character": end}},
+        "text": char,
+    }
+    sent = time.perf_counter()
+    connection.notify(
+        "textDocument/didChange",
+        {"textDocument": {"uri": uri, "version": version}, "contentChanges": [change]},
+    )
+    (received, decoded), _ = connection.wait_diagnostics(uri, version)
+    return (decoded - sent) * 1000, (received - sent) * 1000
+
+
+def summary(samples, received_samples, text):
     return {
         "edits": len(samples),
         "file_lines": 10_000,
@@ -221,8 +219,38 @@ def latency(command, edit_count):
         "mean_ms": round(statistics.fmean(samples), 2),
         "received_p50_ms": round(percentile(received_samples, 0.50), 2),
         "received_p99_ms": round(percentile(received_samples, 0.99), 2),
-        "rss_mb_after": round(rss / 2**20, 1),
     }
+
+
+def latency(commands, edit_count):
+    """Latency of each server in `commands`: alone when there is one, in turns when there are more."""
+    with tempfile.TemporaryDirectory() as root:
+        path = Path(root) / "train.py"
+        text = training_script(10_000)
+        path.write_text(text)
+        uri = path.as_uri()
+        connections = [start_server(command, root) for command in commands]
+        for connection in connections:
+            open_script(connection, uri, text)
+        samples = [([], []) for _ in connections]
+        gc.collect()
+        gc.disable()
+        try:
+            for version, edit in enumerate(edits(text, edit_count), start=2):
+                turns = list(enumerate(connections))
+                for i, connection in turns if version % 2 else reversed(turns):
+                    decoded, received = keystroke(connection, uri, version, edit)
+                    samples[i][0].append(decoded)
+                    samples[i][1].append(received)
+        finally:
+            gc.enable()
+        results = []
+        for connection, (decoded, received) in zip(connections, samples):
+            result = summary(decoded, received, text)
+            result["rss_mb_after"] = round(connection.rss_bytes() / 2**20, 1)
+            connection.close()
+            results.append(result)
+    return results
 
 
 def memory(command, file_count):
@@ -263,13 +291,21 @@ def main():
     parser.add_argument("--edits", type=int, default=1000)
     parser.add_argument("--files", type=int, default=1000)
     parser.add_argument("--only", choices=["latency", "memory"], help="run one of the two measurements")
+    parser.add_argument(
+        "--paired", action="store_true", help="latency of all servers at once, each keystroke to each in turn"
+    )
     args = parser.parse_args()
-    results = {}
+    if args.paired and args.only == "memory":
+        parser.error("--paired measures latency; it does not go with --only memory")
+    results = {command: {} for command in args.server}
+    if args.paired:
+        print(f"benchmarking {len(args.server)} servers in turns ...", file=sys.stderr)
+        for command, result in zip(args.server, latency(args.server, args.edits)):
+            results[command]["latency"] = result
     for command in args.server:
         print(f"benchmarking {command} ...", file=sys.stderr)
-        results[command] = {}
-        if args.only != "memory":
-            results[command]["latency"] = latency(command, args.edits)
+        if args.only != "memory" and not args.paired:
+            results[command]["latency"] = latency([command], args.edits)[0]
         if args.only != "latency":
             results[command]["memory"] = memory(command, args.files)
         print(json.dumps(results[command]), file=sys.stderr)
