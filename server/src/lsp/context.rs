@@ -14,7 +14,7 @@ use crate::lsp::diagnostics::{Publish, publish_frame};
 use crate::lsp::log;
 use crate::lsp::outbox::Outbox;
 use crate::lsp::position::PositionEncoding;
-use crate::lsp::session::{LintResult, SharedSession, Snapshot};
+use crate::lsp::session::{LintResult, SharedSession, Snapshot, Stored};
 
 #[derive(Clone)]
 pub struct ServerContext {
@@ -122,7 +122,9 @@ impl ServerContext {
         }
         let input = snapshot.clone();
         let diagnostics = self.computing("lint", move || Arc::new(lint_snapshot(&input))).await?;
-        let Some(replaced) = self.session.lock().store(&snapshot, diagnostics.clone()) else { return Ok(None) };
+        let Stored::Kept { replaced } = self.session.lock().store(&snapshot, diagnostics.clone()) else {
+            return Ok(None);
+        };
         Leftovers { replaced, statements: snapshot.statements.clone() }.free_in_background();
         Ok(Some((snapshot, diagnostics)))
     }
@@ -182,7 +184,7 @@ impl ServerContext {
             let mut session = self.session.lock();
             if linted {
                 // A newer edit makes the result stale: it is neither kept nor shown.
-                let Some(replaced) = session.store(snapshot, diagnostics) else { return };
+                let Stored::Kept { replaced } = session.store(snapshot, diagnostics) else { return };
                 Leftovers { replaced, statements: snapshot.statements.clone() }
             } else if session.is_current(snapshot) {
                 Leftovers::default()

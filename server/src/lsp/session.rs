@@ -96,6 +96,16 @@ impl OpenDocument {
     }
 }
 
+/// What [`Session::store`] did with a lint's result.
+pub enum Stored {
+    /// The document changed (or closed) while it was linted: the result is not kept, and must
+    /// not be shown.
+    Stale,
+    /// Kept as the document's current result. The result it replaced is the caller's to free
+    /// when it can spare the time.
+    Kept { replaced: Option<LintResult> },
+}
+
 /// Diagnostics for one version of a document under one generation of settings.
 #[derive(Clone)]
 pub struct LintResult {
@@ -327,12 +337,11 @@ impl Session {
         }
     }
 
-    /// Store a result if it is still current; returns `None` if it was not, else the result it
-    /// replaced, for the caller to free when it can spare the time. A document not edited
-    /// recently gives up its tree once linted.
-    pub fn store(&mut self, snapshot: &Snapshot, diagnostics: Arc<Vec<Diagnostic>>) -> Option<Option<LintResult>> {
+    /// Store a result if it is still current (see [`Stored`]). A document not edited recently
+    /// gives up its tree once linted.
+    pub fn store(&mut self, snapshot: &Snapshot, diagnostics: Arc<Vec<Diagnostic>>) -> Stored {
         if !self.is_current(snapshot) {
-            return None;
+            return Stored::Stale;
         }
         let open = self.documents.get_mut(&snapshot.uri).expect("is_current checked the document");
         let result = LintResult { revision: snapshot.revision, generation: snapshot.generation, diagnostics };
@@ -341,7 +350,7 @@ impl Session {
             open.document.drop_tree();
             open.statements.clear();
         }
-        Some(replaced)
+        Stored::Kept { replaced }
     }
 }
 
