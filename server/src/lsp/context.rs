@@ -14,7 +14,7 @@ use crate::lsp::diagnostics::{Publish, publish_frame};
 use crate::lsp::log;
 use crate::lsp::outbox::Outbox;
 use crate::lsp::position::PositionEncoding;
-use crate::lsp::session::{LintResult, SharedSession, Snapshot, Stored};
+use crate::lsp::session::{LintResult, Session, SharedSession, Snapshot, Stored};
 
 #[derive(Clone)]
 pub struct ServerContext {
@@ -122,10 +122,10 @@ impl ServerContext {
         }
         let input = snapshot.clone();
         let diagnostics = self.computing("lint", move || Arc::new(lint_snapshot(&input))).await?;
-        let Stored::Kept { replaced } = self.session.lock().store(&snapshot, diagnostics.clone()) else {
+        let Some(leftovers) = Leftovers::of_stored(&mut self.session.lock(), &snapshot, diagnostics.clone()) else {
             return Ok(None);
         };
-        Leftovers { replaced, statements: snapshot.statements.clone() }.free_in_background();
+        leftovers.free_in_background();
         Ok(Some((snapshot, diagnostics)))
     }
 
@@ -169,27 +169,24 @@ impl ServerContext {
         let frame = |diagnostics: &[Diagnostic]| {
             publish_frame(&snapshot.uri, snapshot.version, diagnostics, &snapshot.positions(encoding))
         };
-        let (diagnostics, frame, linted) = match cached {
-            Some(result) => {
-                let frame = frame(&result.diagnostics);
-                (result.diagnostics, frame, false)
-            }
+        let (frame, linted) = match cached {
+            Some(result) => (frame(&result.diagnostics), None),
             None => {
                 let (diagnostics, frame) = lint_snapshot_then(snapshot, frame);
-                (Arc::new(diagnostics), frame, true)
+                (frame, Some(Arc::new(diagnostics)))
             }
         };
         let order = self.publish_order.lock().unwrap_or_else(PoisonError::into_inner);
         let leftovers = {
             let mut session = self.session.lock();
-            if linted {
+            match linted {
                 // A newer edit makes the result stale: it is neither kept nor shown.
-                let Stored::Kept { replaced } = session.store(snapshot, diagnostics) else { return };
-                Leftovers { replaced, statements: snapshot.statements.clone() }
-            } else if session.is_current(snapshot) {
-                Leftovers::default()
-            } else {
-                return;
+                Some(diagnostics) => {
+                    let Some(leftovers) = Leftovers::of_stored(&mut session, snapshot, diagnostics) else { return };
+                    leftovers
+                }
+                None if session.is_current(snapshot) => Leftovers::default(),
+                None => return,
             }
         };
         self.outbox.send_now(frame);
@@ -248,6 +245,15 @@ pub struct Leftovers {
 }
 
 impl Leftovers {
+    /// Store a lint's result in the session ([`Session::store`]); what it lets go of, or `None`
+    /// when the result is stale and was not kept.
+    fn of_stored(session: &mut Session, snapshot: &Snapshot, diagnostics: Arc<Vec<Diagnostic>>) -> Option<Self> {
+        match session.store(snapshot, diagnostics) {
+            Stored::Kept { replaced } => Some(Leftovers { replaced, statements: snapshot.statements.clone() }),
+            Stored::Stale => None,
+        }
+    }
+
     pub fn free_in_background(self) {
         let Leftovers { replaced, statements } = self;
         if replaced.is_some() || statements.is_some() {
