@@ -423,13 +423,11 @@ mod tests {
         assert_eq!(text.matches(old).count(), 1, "{old:?} is not once in the text");
         let settings = LintSettings::default();
         let cache = StatementCache::default();
-        let mut document = Document::unparsed(text, 1);
+        let mut document = crate::test_support::edited_buffer(text);
         let lint_buffer = |document: &mut Document| {
             let tree = document.tree().clone();
             lint_again(document.text(), &tree, LintContext::default(), &settings, &cache)
         };
-        // The first edit of an unparsed buffer settles its tree: the next reparse shares statements.
-        document.edit(TextRange::empty(text.len()), "# settled\n");
         let before = lint_buffer(&mut document);
         let at = text.find(old).expect("checked above");
         document.edit(TextRange::new(at, at + old.len()), new);
@@ -548,9 +546,7 @@ def train_step(model, batch):
     /// to `after`, and check that the kept kinds follow.
     fn assert_kinds_follow(text: &str, old: &str, new: &str, before: &[LoopKind], after: &[LoopKind]) {
         let cache = CheckCache::default();
-        let mut document = Document::unparsed(text, 1);
-        // The first edit of an unparsed buffer settles its tree: the next reparse shares statements.
-        document.edit(TextRange::empty(text.len()), "# settled\n");
+        let mut document = crate::test_support::edited_buffer(text);
         let (kept, fresh) = kinds_kept_and_fresh(&cache, &mut document);
         assert_eq!((&kept[..], &fresh[..]), (before, before));
         let at = document.text().find(old).expect("in the text");
@@ -604,7 +600,7 @@ def helper(model, batch, optimizer):
     fn loop_kinds_of_unchanged_statements_are_kept() {
         let text = include_str!("../../examples/train_resnet.py");
         let cache = CheckCache::default();
-        let mut document = Document::unparsed(text, 1);
+        let mut document = crate::test_support::edited_buffer(text);
         document.edit(TextRange::empty(text.len()), "# one\n");
         let (kept, fresh) = kinds_kept_and_fresh(&cache, &mut document);
         assert_eq!(kept, fresh);
@@ -630,8 +626,7 @@ def helper(model, batch, optimizer):
         let text = include_str!("../../examples/train_resnet.py");
         let settings = LintSettings::default();
         let cache = StatementCache::default();
-        let mut document = Document::unparsed(text, 1);
-        // The first edit of an unparsed buffer settles its tree: the next reparse shares statements.
+        let mut document = crate::test_support::edited_buffer(text);
         document.edit(TextRange::empty(text.len()), "# one\n");
         let tree = document.tree().clone();
         let first = lint_again(document.text(), &tree, LintContext::default(), &settings, &cache);

@@ -12,7 +12,6 @@ use tree_sitter::{InputEdit, Point, Tree};
 
 use crate::parse::parse;
 use crate::text::TextRange;
-use crate::tree_reuse::settled;
 
 /// A buffer's text, shared with lint snapshots and the project index rather than copied. A
 /// `String` behind the `Arc`, not a `str`: an `Arc<str>` is made by copying the text once more
@@ -69,8 +68,23 @@ impl Document {
 
     /// Give up the syntax tree until it is needed again.
     pub fn drop_tree(&mut self) {
-        self.tree = None;
+        drop(self.take_tree());
+    }
+
+    /// [`Document::drop_tree`], handing the tree over to be freed elsewhere: freeing a large
+    /// tree reads memory all over it.
+    pub fn take_tree(&mut self) -> Option<Tree> {
         self.reparse_pending = false;
+        self.tree.take()
+    }
+
+    /// Take a tree of the current text that was parsed elsewhere (by a lint, off the session's
+    /// lock) for a buffer that holds none. A buffer that has one keeps its own.
+    pub fn keep_tree(&mut self, tree: &Tree) {
+        if self.tree.is_none() {
+            self.tree = Some(tree.clone());
+            self.reparse_pending = false;
+        }
     }
 
     pub fn text(&self) -> &str {
@@ -127,11 +141,11 @@ impl Document {
         if !std::mem::take(&mut self.reparse_pending) {
             return;
         }
-        self.tree = Some(match &self.tree {
-            Some(tree) => parse(&self.text, Some(tree)),
-            // The first edit of a buffer that had no tree: the next ones will reparse this tree.
-            None => settled(&self.text, parse(&self.text, None)),
-        });
+        // A buffer that gave its tree up is parsed by its next lint, on the lint's thread: a
+        // parse from scratch of a large file takes tens of milliseconds.
+        if let Some(tree) = &self.tree {
+            self.tree = Some(parse(&self.text, Some(tree)));
+        }
     }
 
     pub fn set_version(&mut self, version: i32) {
@@ -166,8 +180,10 @@ mod tests {
         assert_eq!(doc.tree().root_node().to_sexp(), fresh.root_node().to_sexp());
     }
 
+    /// A buffer without a tree is not parsed by an edit (that is a lint's work, off the
+    /// session's lock), but on demand, or when a tree parsed elsewhere is handed to it.
     #[test]
-    fn a_dropped_tree_comes_back_on_demand_and_after_an_edit() {
+    fn a_dropped_tree_comes_back_on_demand_or_from_a_lint() {
         let mut doc = Document::new("import torch\nx = 1\n", 1);
         doc.drop_tree();
         assert!(doc.cached_tree().is_none());
@@ -176,6 +192,14 @@ mod tests {
         let at = "import torch\nx = ".len();
         doc.edit(TextRange::new(at, at + 1), "2");
         assert_eq!(doc.text(), "import torch\nx = 2\n");
+        assert!(doc.cached_tree().is_none());
+        let parsed_by_a_lint = parse(doc.text(), None);
+        doc.keep_tree(&parsed_by_a_lint);
+        let fresh = parse(doc.text(), None).root_node().to_sexp();
+        assert_eq!(doc.cached_tree().map(|t| t.root_node().to_sexp()), Some(fresh.clone()));
+        // Edited again, it is reparsed incrementally; a tree handed over now is not taken.
+        doc.edit(TextRange::new(at, at + 1), "3");
+        doc.keep_tree(&parsed_by_a_lint);
         let fresh = parse(doc.text(), None).root_node().to_sexp();
         assert_eq!(doc.cached_tree().map(|t| t.root_node().to_sexp()), Some(fresh));
     }

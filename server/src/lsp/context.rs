@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use tower_lsp_server::Client;
 use tower_lsp_server::jsonrpc;
 use tower_lsp_server::ls_types::{MessageType, Uri};
+use tree_sitter::Tree;
 
 use crate::diagnostic::Diagnostic;
 use crate::lint::{LintContext, StatementCache, lint, lint_again_then};
@@ -121,8 +122,15 @@ impl ServerContext {
             return Ok(Some((snapshot, result.diagnostics)));
         }
         let input = snapshot.clone();
-        let diagnostics = self.computing("lint", move || Arc::new(lint_snapshot(&input))).await?;
-        let Some(leftovers) = Leftovers::of_stored(&mut self.session.lock(), &snapshot, diagnostics.clone()) else {
+        let (diagnostics, tree) = self
+            .computing("lint", move || {
+                let tree = input.tree_to_lint();
+                (Arc::new(lint_snapshot_then(&input, tree.as_ref(), |_| ()).0), tree)
+            })
+            .await?;
+        let Some(leftovers) =
+            Leftovers::of_stored(&mut self.session.lock(), &snapshot, diagnostics.clone(), tree.as_ref())
+        else {
             return Ok(None);
         };
         leftovers.free_in_background();
@@ -172,8 +180,9 @@ impl ServerContext {
         let (frame, linted) = match cached {
             Some(result) => (frame(&result.diagnostics), None),
             None => {
-                let (diagnostics, frame) = lint_snapshot_then(snapshot, frame);
-                (frame, Some(Arc::new(diagnostics)))
+                let tree = snapshot.tree_to_lint();
+                let (diagnostics, frame) = lint_snapshot_then(snapshot, tree.as_ref(), frame);
+                (frame, Some((Arc::new(diagnostics), tree)))
             }
         };
         let order = self.publish_order.lock().unwrap_or_else(PoisonError::into_inner);
@@ -181,8 +190,11 @@ impl ServerContext {
             let mut session = self.session.lock();
             match linted {
                 // A newer edit makes the result stale: it is neither kept nor shown.
-                Some(diagnostics) => {
-                    let Some(leftovers) = Leftovers::of_stored(&mut session, snapshot, diagnostics) else { return };
+                Some((diagnostics, tree)) => {
+                    let Some(leftovers) = Leftovers::of_stored(&mut session, snapshot, diagnostics, tree.as_ref())
+                    else {
+                        return;
+                    };
                     leftovers
                 }
                 None if session.is_current(snapshot) => Leftovers::default(),
@@ -247,8 +259,13 @@ pub struct Leftovers {
 impl Leftovers {
     /// Store a lint's result in the session ([`Session::store`]); what it lets go of, or `None`
     /// when the result is stale and was not kept.
-    fn of_stored(session: &mut Session, snapshot: &Snapshot, diagnostics: Arc<Vec<Diagnostic>>) -> Option<Self> {
-        match session.store(snapshot, diagnostics) {
+    fn of_stored(
+        session: &mut Session,
+        snapshot: &Snapshot,
+        diagnostics: Arc<Vec<Diagnostic>>,
+        tree: Option<&Tree>,
+    ) -> Option<Self> {
+        match session.store(snapshot, diagnostics, tree) {
             Stored::Kept { replaced } => Some(Leftovers { replaced, statements: snapshot.statements.clone() }),
             Stored::Stale => None,
         }
@@ -267,24 +284,21 @@ impl Leftovers {
     }
 }
 
-/// The engine call behind every diagnostic the server reports.
-pub fn lint_snapshot(snapshot: &Snapshot) -> Vec<Diagnostic> {
-    lint_snapshot_then(snapshot, |_| ()).0
-}
-
-/// [`lint_snapshot`], with what `then` makes of the diagnostics, made as [`lint_again_then`]
-/// makes it.
+/// The engine call behind every diagnostic the server reports: a lint of `snapshot` on `tree`
+/// ([`Snapshot::tree_to_lint`]; none for an excluded file, which gets no diagnostics), with what
+/// `then` makes of the diagnostics, made as [`lint_again_then`] makes it.
 fn lint_snapshot_then<T: Send>(
     snapshot: &Snapshot,
+    tree: Option<&Tree>,
     then: impl FnOnce(&[Diagnostic]) -> T + Send,
 ) -> (Vec<Diagnostic>, T) {
     let context = LintContext { path: snapshot.path.as_deref(), project: Some(&snapshot.project) };
-    let diagnostics = match &snapshot.statements {
-        _ if snapshot.excluded => Vec::new(),
-        Some(cache) => {
-            return lint_again_then(&snapshot.text, &snapshot.tree(), context, &snapshot.settings, cache, then);
+    let diagnostics = match (tree, &snapshot.statements) {
+        (None, _) => Vec::new(),
+        (Some(tree), Some(cache)) => {
+            return lint_again_then(&snapshot.text, tree, context, &snapshot.settings, cache, then);
         }
-        None => lint(&snapshot.text, &snapshot.tree(), context, &snapshot.settings),
+        (Some(tree), None) => lint(&snapshot.text, tree, context, &snapshot.settings),
     };
     let made = then(&diagnostics);
     (diagnostics, made)

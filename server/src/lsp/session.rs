@@ -26,6 +26,7 @@ use crate::lsp::settings::ClientSettings;
 use crate::probe::ProbeReport;
 use crate::project::ProjectIndex;
 use crate::text::TextRange;
+use crate::tree_reuse::settled;
 
 /// An open buffer and the last lint result computed for it.
 pub struct OpenDocument {
@@ -84,6 +85,12 @@ impl OpenDocument {
         beside::join(|| self.document.reparse(), move || statements.judge_ahead(&text));
     }
 
+    /// Give up the tree and what the last lint found per statement (the buffer is no longer
+    /// among those being edited). An unfinished lint keeps its own share of the latter.
+    fn give_up(&mut self) -> GivenUp {
+        GivenUp { tree: self.document.take_tree(), statements: std::mem::take(&mut self.statements) }
+    }
+
     /// Replace the whole text.
     pub fn replace(&mut self, text: &str, version: i32) {
         self.document.replace(text, version);
@@ -93,6 +100,21 @@ impl OpenDocument {
     /// Positions in the buffer as the client counts them.
     pub fn positions(&self, encoding: PositionEncoding) -> PositionMapper<'_> {
         PositionMapper::with_lines(self.document.text(), &self.lines, encoding)
+    }
+}
+
+/// What a buffer that is no longer being edited gave up ([`Session::note_active`]).
+pub struct GivenUp {
+    tree: Option<Tree>,
+    statements: Arc<StatementCache>,
+}
+
+impl GivenUp {
+    /// Free it on a lint's thread: on a large file that reads memory all over the tree, too
+    /// long for the async thread that handles the next message.
+    pub fn free_in_background(self) {
+        let GivenUp { tree, statements } = self;
+        rayon::spawn(move || drop((tree, statements)));
     }
 }
 
@@ -148,15 +170,30 @@ impl Snapshot {
         self.parsed.clone().unwrap_or_else(|| crate::parse::parse(&self.text, None))
     }
 
+    /// The tree a lint of the snapshot works on, `None` for a file the configuration excludes:
+    /// [`Snapshot::tree`], but a buffer being edited that had no tree (just opened, or given up
+    /// while idle) gets a settled one ([`settled`]), which the lint hands back to it
+    /// ([`Session::store`]): the next keystroke's reparse then shares its statements and finds
+    /// what this lint found in them.
+    pub fn tree_to_lint(&self) -> Option<Tree> {
+        Some(match (&self.parsed, &self.statements) {
+            _ if self.excluded => return None,
+            (Some(tree), _) => tree.clone(),
+            (None, Some(_)) => settled(&self.text, crate::parse::parse(&self.text, None)),
+            (None, None) => self.tree(),
+        })
+    }
+
     /// Positions in the snapshot's text as the client counts them.
     pub fn positions(&self, encoding: PositionEncoding) -> PositionMapper<'_> {
         PositionMapper::with_lines(&self.text, &self.lines, encoding)
     }
 }
 
-/// How many of the most recently edited documents keep their syntax tree between lint runs. An
-/// edit to any other document reparses it from scratch, which costs a few milliseconds for a
-/// script; keeping every tree would cost many times the size of all open text.
+/// How many of the documents opened or edited last keep their syntax tree between lint runs. An
+/// edit to any other document is parsed from scratch by its lint, which costs a few milliseconds
+/// for a script and tens for a ten-thousand-line one; keeping every tree would cost many times
+/// the size of all open text.
 const RETAINED_TREES: usize = 8;
 
 /// The settings for one file, resolved from the project's configuration and the editor's.
@@ -191,8 +228,8 @@ pub struct Session {
     pub workspace_folders: Vec<PathBuf>,
     pub hardware: Option<HardwareFacts>,
     pub documents: HashMap<Uri, OpenDocument>,
-    /// The documents edited last, most recent first (at most [`RETAINED_TREES`]).
-    recently_edited: std::collections::VecDeque<Uri>,
+    /// The documents opened or edited last, most recent first (at most [`RETAINED_TREES`]).
+    recently_active: std::collections::VecDeque<Uri>,
     /// Problems found before the client could be told (settings read during `initialize`).
     pub pending_warnings: Vec<String>,
 }
@@ -298,7 +335,7 @@ impl Session {
             text,
             lines: Arc::clone(&open.lines),
             parsed: open.document.cached_tree().cloned(),
-            statements: self.recently_edited.contains(uri).then(|| Arc::clone(&open.statements)),
+            statements: self.recently_active.contains(uri).then(|| Arc::clone(&open.statements)),
             path: open.path.clone(),
             settings: Arc::new(settings.lint),
             project: self.project.clone(),
@@ -328,25 +365,35 @@ impl Session {
             && self.documents.get(&snapshot.uri).is_some_and(|open| open.revision == snapshot.revision)
     }
 
-    /// Note an edit of `uri`: its tree is worth keeping for the next incremental parse.
-    pub fn note_edit(&mut self, uri: &Uri) {
-        if self.recently_edited.front() != Some(uri) {
-            self.recently_edited.retain(|u| u != uri);
-            self.recently_edited.push_front(uri.clone());
-            self.recently_edited.truncate(RETAINED_TREES);
+    /// Note that `uri` is being worked on, just opened or edited: its tree and what its lint
+    /// found per statement are worth keeping for the next keystroke. The buffer that drops out
+    /// of the [`RETAINED_TREES`] most recent gives them up, to be freed off the async threads.
+    pub fn note_active(&mut self, uri: &Uri) -> Option<GivenUp> {
+        if self.recently_active.front() == Some(uri) {
+            return None;
         }
+        self.recently_active.retain(|u| u != uri);
+        self.recently_active.push_front(uri.clone());
+        let dropped_out = self.recently_active.split_off(RETAINED_TREES.min(self.recently_active.len()));
+        let dropped_out = dropped_out.front().and_then(|uri| self.documents.get_mut(uri))?;
+        Some(dropped_out.give_up())
     }
 
-    /// Store a result if it is still current (see [`Stored`]). A document not edited recently
-    /// gives up its tree once linted.
-    pub fn store(&mut self, snapshot: &Snapshot, diagnostics: Arc<Vec<Diagnostic>>) -> Stored {
+    /// Store a result if it is still current (see [`Stored`]), with the tree it was linted on:
+    /// a buffer being edited keeps that tree if it had none, and one not edited recently gives
+    /// its tree up.
+    pub fn store(&mut self, snapshot: &Snapshot, diagnostics: Arc<Vec<Diagnostic>>, tree: Option<&Tree>) -> Stored {
         if !self.is_current(snapshot) {
             return Stored::Stale;
         }
         let open = self.documents.get_mut(&snapshot.uri).expect("is_current checked the document");
         let result = LintResult { revision: snapshot.revision, generation: snapshot.generation, diagnostics };
         let replaced = open.linted.replace(result);
-        if !self.recently_edited.contains(&snapshot.uri) {
+        if self.recently_active.contains(&snapshot.uri) {
+            if let Some(tree) = tree {
+                open.document.keep_tree(tree);
+            }
+        } else {
             open.document.drop_tree();
             open.statements.clear();
         }

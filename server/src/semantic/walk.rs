@@ -368,8 +368,7 @@ mod tests {
     fn a_carried_walk_notes_what_a_fresh_walk_notes() {
         for path in crate::test_support::python_files() {
             let Ok(text) = std::fs::read_to_string(&path) else { continue };
-            // As the server has it: a buffer whose first edit settles its tree (see `tree_reuse`).
-            let mut document = Document::unparsed(&text, 1);
+            let mut document = crate::test_support::edited_buffer(&text);
             let cache = WalkCache::default();
             let lines: Vec<usize> = text.match_indices('\n').map(|(i, _)| i).collect();
             for (n, &at) in lines.iter().enumerate().step_by(11) {
@@ -392,8 +391,7 @@ mod tests {
     #[test]
     fn statements_the_edit_left_are_carried_not_walked_again() {
         let text = include_str!("../../../examples/train_resnet.py");
-        // As the server has it: a buffer whose first edit settled its tree (see `tree_reuse`).
-        let mut document = Document::unparsed(text, 1);
+        let mut document = crate::test_support::edited_buffer(text);
         document.edit(TextRange::empty(text.len()), "\n");
         let text = document.text().to_owned();
         let cache = WalkCache::default();

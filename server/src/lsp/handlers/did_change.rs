@@ -22,7 +22,9 @@ pub async fn did_change(context: &ServerContext, params: DidChangeTextDocumentPa
             let applied = apply_changes(open, &params.content_changes, version, encoding);
             let text = open.document().shared_text();
             session.overlay(&uri, Some(text));
-            session.note_edit(&uri);
+            if let Some(given_up) = session.note_active(&uri) {
+                given_up.free_in_background();
+            }
             Ok(applied.map(|()| push))
         })
         .await;

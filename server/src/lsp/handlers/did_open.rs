@@ -16,6 +16,10 @@ pub async fn did_open(context: &ServerContext, params: DidOpenTextDocumentParams
         let text = document.shared_text();
         session.documents.insert(item.uri.clone(), OpenDocument::new(document, path_of(&item.uri)));
         session.overlay(&item.uri, Some(text));
+        // A buffer just opened is about to be edited, or looked at: its first lint keeps its tree.
+        if let Some(given_up) = session.note_active(&item.uri) {
+            given_up.free_in_background();
+        }
         !session.features.pull_diagnostics
     };
     if push {
@@ -39,6 +43,30 @@ mod tests {
         assert_eq!(diagnostics[0]["source"], "culint");
         assert_eq!(diagnostics[0]["code"], "syntax-error");
         assert_eq!(diagnostics[0]["severity"], 1);
+        client.shutdown().await;
+    }
+
+    /// A buffer just opened keeps the tree its first lint parsed (on the lint's thread), so the
+    /// first keystroke reparses it incrementally under the session's lock instead of parsing it
+    /// from scratch; once eight buffers were opened after it, it gives the tree up.
+    #[tokio::test]
+    async fn an_opened_buffer_keeps_its_tree_until_eight_others_are_opened() {
+        let (mut client, _, context) = TestClient::start_with_context(basic_capabilities(), json!({})).await;
+        let has_tree = |file: &str| {
+            let uri = file.parse().expect("a URI");
+            context.session.lock().document(&uri).expect("open").document().cached_tree().is_some()
+        };
+        let first = uri("first.py");
+        client.open(&first, "import torch\nx = torch.ones(3)\n").await;
+        client.diagnostics(&first, 1).await;
+        assert!(has_tree(&first), "the first lint's tree was not kept");
+        for n in 0..8 {
+            let other = uri(&format!("other{n}.py"));
+            client.open(&other, "x = 1\n").await;
+            client.diagnostics(&other, 1).await;
+            assert_eq!(has_tree(&first), n < 7, "after {} more buffers", n + 1);
+            assert!(has_tree(&other));
+        }
         client.shutdown().await;
     }
 }
