@@ -19,13 +19,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use culint::document::Document;
-use culint::lint::{LintContext, LintSettings, lint, lint_again_then};
+use culint::lint::{LintContext, LintSettings, lint, lint_again, lint_again_then};
 use culint::lsp::diagnostics::publish_frame;
 use culint::lsp::position::PositionEncoding;
 use culint::lsp::session::OpenDocument;
 use culint::parse::parse;
 use culint::project::ProjectIndex;
 use culint::text::TextRange;
+use culint::tree_reuse::settled;
 use tower_lsp_server::ls_types::Uri;
 
 /// One keystroke: a byte range of the text as it is before the keystroke, and what replaces it.
@@ -128,13 +129,14 @@ fn main() {
     let context = LintContext { path: Some(Path::new(&path)), project: Some(&project) };
     let uri: Uri = "file:///bench/train.py".parse().expect("a valid URI");
 
-    // As the server opens a buffer: a fresh parse and lint, then a buffer without a tree, which
-    // the first keystroke parses and settles.
-    let opened = parse(&text, None);
-    let opening = lint(&text, &opened, context, &settings);
+    // As the server opens a buffer: its first lint parses the text, settles the tree, lints it
+    // through the buffer's own cache (where the reparse judges the rules ahead) and hands the
+    // tree to the buffer.
     let mut buffer = OpenDocument::new(Document::unparsed(&text, 1), None);
-    // The buffer's own cache, as the server lints it: the reparse judges the rules ahead there.
     let cache = Arc::clone(buffer.statement_cache());
+    let opened = settled(&text, parse(&text, None));
+    let opening = lint_again(&text, &opened, context, &settings, &cache);
+    buffer.keep_tree(&opened);
     println!("{path}: {} lines, {} diagnostics when opened", text.lines().count(), opening.len());
 
     let (mut edit, mut linting, mut framing, mut total) =
