@@ -54,9 +54,13 @@ impl Admissions {
 
     /// Judge `text`, which a lint is about to read, for every rule. An editor calls this while it
     /// reparses the text, on the other core: judged in the lint, after the reparse, a large
-    /// file's judgement makes the editor wait a millisecond longer.
+    /// file's judgement makes the editor wait a millisecond longer. Only a buffer that a lint
+    /// judged before is judged ahead: one that is never linted (the configuration excludes it)
+    /// is not judged for nothing at every keystroke.
     pub fn judge_ahead(&self, text: &SharedText) {
-        self.judge(Arc::clone(text), RULES);
+        if self.0.lock().unwrap_or_else(PoisonError::into_inner).is_some() {
+            self.judge(Arc::clone(text), RULES);
+        }
     }
 
     /// Which of `rules` could fire on `text`, by rule of [`RULES`]; kept for the next judgement.
@@ -208,6 +212,11 @@ mod tests {
         let admissions = Admissions::default();
         let text: SharedText =
             Arc::new("import torch\nfor b in loader:\n    loss.backward()\n    torch.cuda.empty_cache()\n".into());
+        // A buffer no lint has judged yet (one the configuration excludes is never linted) is
+        // not judged ahead.
+        admissions.judge_ahead(&text);
+        assert!(admissions.0.lock().unwrap().is_none());
+        admissions.admit("import torch\n", every_rule());
         admissions.judge_ahead(&text);
         let expected = admitted_fresh(&text);
         assert!(!expected.is_empty());
