@@ -184,13 +184,15 @@ impl Snapshot {
         Some(match (&self.parsed, &self.statements) {
             _ if self.excluded => return None,
             (Some(tree), _) => tree.clone(),
+            (None, Some(_)) if self.text.len() < OWN_ARENA_FROM => settled(&self.text, self.tree()),
             // Parsed on a thread of its own. glibc's malloc serves each thread from its own
-            // arena, and a kept tree parsed in the arena the lints allocate from lies among what
-            // every later keystroke's lint allocates: each keystroke was 0.25-0.48 ms slower at
-            // the median (BENCHMARKS.md). The thread costs tens of microseconds; a parse of a
-            // large file, tens of milliseconds.
+            // arena, and a large tree kept from the arena the lints allocate from lies among
+            // what every later keystroke's lint allocates there: on a 307 KB script each
+            // keystroke was 0.25-0.48 ms slower at the median (BENCHMARKS.md). The thread costs
+            // tens of microseconds, the parse tens of milliseconds; each new thread's arena
+            // keeps some memory, which a small buffer's tree is not worth.
             (None, Some(_)) => std::thread::scope(|scope| {
-                let parse = scope.spawn(|| settled(&self.text, crate::parse::parse(&self.text, None)));
+                let parse = scope.spawn(|| settled(&self.text, self.tree()));
                 parse.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
             }),
             (None, None) => self.tree(),
@@ -202,6 +204,10 @@ impl Snapshot {
         PositionMapper::with_lines(&self.text, &self.lines, encoding)
     }
 }
+
+/// From this size on, the tree a buffer keeps is parsed on a thread of its own (see
+/// [`Snapshot::tree_to_lint`]): 64 KiB is about 2,000 lines of Python.
+const OWN_ARENA_FROM: usize = 64 * 1024;
 
 /// How many of the documents opened or edited last keep their syntax tree between lint runs. An
 /// edit to any other document is parsed from scratch by its lint, which costs a few milliseconds
