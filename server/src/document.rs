@@ -152,11 +152,6 @@ impl Document {
         self.version = version;
     }
 
-    /// Replace the whole text (a full-document sync) and reparse from scratch.
-    pub fn replace(&mut self, text: &str, version: i32) {
-        *self = Self::new(text, version);
-    }
-
     /// Tree-sitter's point: zero-based row and byte column.
     fn point(&self, byte: usize) -> Point {
         let line = self.rope.byte_to_line(byte);

@@ -40,6 +40,66 @@ impl TextRange {
     }
 }
 
+/// Where two texts differ: the bytes between what they begin with alike and what they end with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Difference {
+    /// How many bytes alike they begin with.
+    pub prefix: usize,
+    /// How many bytes alike they end with, after the prefix.
+    pub suffix: usize,
+    /// How many bytes of the text before differ.
+    pub replaced: usize,
+}
+
+impl Difference {
+    pub fn between(before: &str, after: &str) -> Self {
+        let (before, after) = (before.as_bytes(), after.as_bytes());
+        let prefix = common_prefix(before, after);
+        let suffix = common_suffix(&before[prefix..], &after[prefix..]);
+        Difference { prefix, suffix, replaced: before.len() - prefix - suffix }
+    }
+
+    /// The one edit that makes `after` of `before`: the range of `before` it replaces, widened to
+    /// whole characters, and what `after` holds there. `None` when the texts are the same.
+    pub fn edit<'a>(before: &str, after: &'a str) -> Option<(TextRange, &'a str)> {
+        let Difference { mut prefix, mut suffix, .. } = Difference::between(before, after);
+        // The bytes alike can end, or start, inside a character that differs.
+        while !(before.is_char_boundary(prefix) && after.is_char_boundary(prefix)) {
+            prefix -= 1;
+        }
+        while !(before.is_char_boundary(before.len() - suffix) && after.is_char_boundary(after.len() - suffix)) {
+            suffix -= 1;
+        }
+        let replaced = TextRange::new(prefix, before.len() - suffix);
+        let inserted = &after[prefix..after.len() - suffix];
+        (!replaced.is_empty() || !inserted.is_empty()).then_some((replaced, inserted))
+    }
+}
+
+/// How many bytes `a` and `b` begin with alike. Compared a block at a time, which a memory
+/// comparison does at memory speed.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    const BLOCK: usize = 512;
+    let len = a.len().min(b.len());
+    let mut at = 0;
+    while at + BLOCK <= len && a[at..at + BLOCK] == b[at..at + BLOCK] {
+        at += BLOCK;
+    }
+    at + a[at..len].iter().zip(&b[at..len]).take_while(|(x, y)| x == y).count()
+}
+
+/// How many bytes `a` and `b` end with alike.
+fn common_suffix(a: &[u8], b: &[u8]) -> usize {
+    const BLOCK: usize = 512;
+    let len = a.len().min(b.len());
+    let (a_end, b_end) = (a.len(), b.len());
+    let mut at = 0;
+    while at + BLOCK <= len && a[a_end - at - BLOCK..a_end - at] == b[b_end - at - BLOCK..b_end - at] {
+        at += BLOCK;
+    }
+    at + a[..a_end - at].iter().rev().zip(b[..b_end - at].iter().rev()).take_while(|(x, y)| x == y).count()
+}
+
 /// A one-based row and a one-based column counted in Unicode scalar values, the convention of
 /// Ruff's JSON output and of most terminal tools.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -127,6 +187,45 @@ pub fn line_ending(text: &str) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn prefixes_and_suffixes_are_found_across_blocks() {
+        let long = "x".repeat(1500);
+        for (a, b) in [
+            (format!("{long}a{long}"), format!("{long}b{long}")),
+            (format!("{long}{long}"), format!("{long}y{long}")),
+            (String::new(), "abc".to_owned()),
+            ("abc".to_owned(), "abc".to_owned()),
+        ] {
+            let (a, b) = (a.as_bytes(), b.as_bytes());
+            let naive_prefix = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+            let naive_suffix = a.iter().rev().zip(b.iter().rev()).take_while(|(x, y)| x == y).count();
+            assert_eq!(common_prefix(a, b), naive_prefix);
+            assert_eq!(common_suffix(a, b), naive_suffix);
+        }
+    }
+
+    /// The edit between two texts replaces whole characters, and applied to the first text it
+    /// makes the second. 显 and 时 begin with the same byte, 显 and 瘾 end with the same two.
+    #[test]
+    fn the_edit_between_two_texts_replaces_whole_characters() {
+        for (before, after, replaced, inserted) in [
+            ("x = '显'\n", "x = '时'\n", (5, 8), "时"),
+            ("x = '显'\n", "x = '瘾'\n", (5, 8), "瘾"),
+            ("# 显存\nx = 1\n", "# 显存\nx = 12\n", (14, 14), "2"),
+            ("a\nb\n", "a\n", (2, 4), ""),
+            ("", "import torch\n", (0, 0), "import torch\n"),
+            // Alike bytes on both sides end inside characters: the edit widens over both.
+            ("😀😀", "😀😁😀", (4, 8), "😁😀"),
+        ] {
+            let edit = Difference::edit(before, after);
+            assert_eq!(edit, Some((TextRange::new(replaced.0, replaced.1), inserted)), "{before:?} -> {after:?}");
+            let mut applied = before.to_owned();
+            applied.replace_range(replaced.0..replaced.1, inserted);
+            assert_eq!(applied, after);
+        }
+        assert_eq!(Difference::edit("same\n", "same\n"), None);
+    }
 
     #[test]
     fn locations_count_characters_not_bytes() {

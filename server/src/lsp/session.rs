@@ -25,7 +25,7 @@ use crate::lsp::position::{LineStarts, PositionEncoding, PositionMapper};
 use crate::lsp::settings::ClientSettings;
 use crate::probe::ProbeReport;
 use crate::project::ProjectIndex;
-use crate::text::TextRange;
+use crate::text::{Difference, TextRange};
 use crate::tree_reuse::settled;
 
 /// An open buffer and the last lint result computed for it.
@@ -96,10 +96,14 @@ impl OpenDocument {
         GivenUp { tree: self.document.take_tree(), statements: std::mem::take(&mut self.statements) }
     }
 
-    /// Replace the whole text.
-    pub fn replace(&mut self, text: &str, version: i32) {
-        self.document.replace(text, version);
-        self.lines = Arc::new(LineStarts::of(text));
+    /// Replace the whole text (a change without a range). It is applied as an edit of the bytes
+    /// that differ: the tree is reparsed incrementally, and the lint keeps what it found in the
+    /// statements around them, as after a change with a range.
+    pub fn replace(&mut self, text: &str) {
+        if let Some((range, inserted)) = Difference::edit(self.document.text(), text) {
+            self.edit(range, inserted);
+        }
+        debug_assert_eq!(self.document.text(), text);
     }
 
     /// Positions in the buffer as the client counts them.

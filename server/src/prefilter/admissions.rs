@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use super::{PresentTokens, TOKENS};
 use crate::document::SharedText;
 use crate::rules::{RULES, Rule, index_of};
+use crate::text::Difference;
 
 /// What the last lint of a buffer decided.
 #[derive(Default)]
@@ -68,7 +69,7 @@ impl Admissions {
         let last = self.0.lock().unwrap_or_else(PoisonError::into_inner).take();
         // After an edit that replaced most of the text (a paste, a reload), what the last lint
         // admitted says little about this text: it is judged afresh.
-        let edit = last.as_ref().map(|last| Edit::between(&last.text, &text));
+        let edit = last.as_ref().map(|last| Difference::between(&last.text, &text));
         let last = last.filter(|last| edit.is_some_and(|edit| edit.replaced * 2 <= last.text.len()));
         let tokens = match (&last, edit) {
             (Some(last), Some(edit)) => after_edit(&text, edit, &last.found),
@@ -87,30 +88,10 @@ impl Admissions {
     }
 }
 
-/// Where two texts differ: the bytes between what they begin with alike and what they end with.
-#[derive(Clone, Copy)]
-struct Edit {
-    /// How many bytes alike they begin with.
-    prefix: usize,
-    /// How many bytes alike they end with, after the prefix.
-    suffix: usize,
-    /// How many bytes of the text before differ.
-    replaced: usize,
-}
-
-impl Edit {
-    fn between(before: &str, after: &str) -> Self {
-        let (before, after) = (before.as_bytes(), after.as_bytes());
-        let prefix = common_prefix(before, after);
-        let suffix = common_suffix(&before[prefix..], &after[prefix..]);
-        Edit { prefix, suffix, replaced: before.len() - prefix - suffix }
-    }
-}
-
 /// The tokens of `text`, which `edit` made of the last text: those the last text held, and those
 /// found where the two differ. A token the last text did not hold is searched for around the
 /// edit only.
-fn after_edit<'t>(text: &'t str, edit: Edit, found_before: &[Option<bool>]) -> PresentTokens<'t> {
+fn after_edit<'t>(text: &'t str, edit: Difference, found_before: &[Option<bool>]) -> PresentTokens<'t> {
     let text_bytes = text.as_bytes();
     // A token that is new overlaps the changed bytes (or, after a deletion, the place they were).
     let reach = TOKENS.longest.saturating_sub(1);
@@ -124,30 +105,6 @@ fn after_edit<'t>(text: &'t str, edit: Edit, found_before: &[Option<bool>]) -> P
     PresentTokens { text: text_bytes, found }
 }
 
-/// How many bytes `a` and `b` begin with alike. Compared a block at a time, which a memory
-/// comparison does at memory speed.
-fn common_prefix(a: &[u8], b: &[u8]) -> usize {
-    const BLOCK: usize = 512;
-    let len = a.len().min(b.len());
-    let mut at = 0;
-    while at + BLOCK <= len && a[at..at + BLOCK] == b[at..at + BLOCK] {
-        at += BLOCK;
-    }
-    at + a[at..len].iter().zip(&b[at..len]).take_while(|(x, y)| x == y).count()
-}
-
-/// How many bytes `a` and `b` end with alike.
-fn common_suffix(a: &[u8], b: &[u8]) -> usize {
-    const BLOCK: usize = 512;
-    let len = a.len().min(b.len());
-    let (a_end, b_end) = (a.len(), b.len());
-    let mut at = 0;
-    while at + BLOCK <= len && a[a_end - at - BLOCK..a_end - at] == b[b_end - at - BLOCK..b_end - at] {
-        at += BLOCK;
-    }
-    at + a[..a_end - at].iter().rev().zip(b[..b_end - at].iter().rev()).take_while(|(x, y)| x == y).count()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -159,23 +116,6 @@ mod tests {
     fn admitted_fresh(text: &str) -> Vec<&'static str> {
         let tokens = PresentTokens::of(text);
         every_rule().filter(|rule| tokens.admits(rule, text)).map(|rule| rule.code).collect()
-    }
-
-    #[test]
-    fn prefixes_and_suffixes_are_found_across_blocks() {
-        let long = "x".repeat(1500);
-        for (a, b) in [
-            (format!("{long}a{long}"), format!("{long}b{long}")),
-            (format!("{long}{long}"), format!("{long}y{long}")),
-            (String::new(), "abc".to_owned()),
-            ("abc".to_owned(), "abc".to_owned()),
-        ] {
-            let (a, b) = (a.as_bytes(), b.as_bytes());
-            let naive_prefix = a.iter().zip(b).take_while(|(x, y)| x == y).count();
-            let naive_suffix = a.iter().rev().zip(b.iter().rev()).take_while(|(x, y)| x == y).count();
-            assert_eq!(common_prefix(a, b), naive_prefix);
-            assert_eq!(common_suffix(a, b), naive_suffix);
-        }
     }
 
     #[test]

@@ -49,7 +49,7 @@ pub fn apply_changes(
         ));
     }
     open.revision += 1;
-    let applied = apply_each(open, changes, version, encoding);
+    let applied = apply_each(open, changes, encoding);
     open.reparse();
     open.set_version(version);
     applied
@@ -59,12 +59,11 @@ pub fn apply_changes(
 fn apply_each(
     open: &mut OpenDocument,
     changes: &[TextDocumentContentChangeEvent],
-    version: i32,
     encoding: PositionEncoding,
 ) -> Result<(), String> {
     for change in changes {
         let Some(range) = change.range else {
-            open.replace(&change.text, version);
+            open.replace(&change.text);
             continue;
         };
         if let Err(error) =
@@ -86,6 +85,7 @@ mod tests {
     use super::*;
     use crate::document::Document;
     use crate::parse::parse;
+    use crate::tree_reuse::subtree_of;
 
     fn change(start: (u32, u32), end: (u32, u32), text: &str) -> TextDocumentContentChangeEvent {
         TextDocumentContentChangeEvent {
@@ -131,6 +131,30 @@ mod tests {
         apply_changes(&mut open, &[full, change((0, 0), (0, 1), "c")], 5, PositionEncoding::Utf16).unwrap();
         assert_eq!(open.document().text(), "c = 1\n");
         assert_eq!(open.document().version(), 5);
+    }
+
+    /// A change without a range is applied as an edit of the bytes that differ: the statements
+    /// around them are shared with the tree before, as after a change with a range, which the
+    /// lint then finds kept. A parse from scratch would share none.
+    #[test]
+    fn a_full_text_change_is_reparsed_incrementally() {
+        let before = "import torch\n\ndef f():\n    return 1\n\n# 显存 😀\nx = f()\n";
+        let mut open = OpenDocument::new(Document::new(before, 1), None);
+        let old = open.document().cached_tree().expect("parsed").clone();
+        let after = before.replace("return 1", "return 2");
+        let full = TextDocumentContentChangeEvent { range: None, range_length: None, text: after.clone() };
+        apply_changes(&mut open, &[full], 2, PositionEncoding::Utf16).unwrap();
+        assert_eq!(open.document().text(), after);
+        let tree = open.document().cached_tree().expect("the change reparsed the text");
+        assert_eq!(tree.root_node().to_sexp(), parse(&after, None).root_node().to_sexp());
+        let first_statement = |tree: &tree_sitter::Tree| subtree_of(tree.root_node().child(0).expect("a statement"));
+        assert!(first_statement(&old).is_some());
+        assert_eq!(first_statement(tree), first_statement(&old), "the unchanged import was parsed again");
+        // Positions follow the new text: the line starts were edited too.
+        let end = open
+            .positions(PositionEncoding::Utf16)
+            .text_range(Range { start: Position { line: 6, character: 0 }, end: Position { line: 6, character: 7 } });
+        assert_eq!(end.map(|range| &after[range.start..range.end]), Ok("x = f()"));
     }
 
     #[test]
