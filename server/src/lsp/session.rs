@@ -402,9 +402,17 @@ impl Session {
         Some(dropped_out.give_up())
     }
 
+    /// Forget a closed buffer. Its tree and what its lint kept are returned, to be freed off
+    /// the async threads; its place among the buffers that keep theirs is given to the next.
+    pub fn close(&mut self, uri: &Uri) -> Option<GivenUp> {
+        self.recently_active.retain(|u| u != uri);
+        self.overlay(uri, None);
+        self.documents.remove(uri).map(|mut open| open.give_up())
+    }
+
     /// Store a result if it is still current (see [`Stored`]), with the tree it was linted on:
-    /// a buffer being edited keeps that tree if it had none, and one not edited recently gives
-    /// its tree up.
+    /// a buffer being edited keeps that tree if it had none, and one not opened or edited
+    /// recently gives its tree up.
     pub fn store(&mut self, snapshot: &Snapshot, diagnostics: Arc<Vec<Diagnostic>>, tree: Option<&Tree>) -> Stored {
         if !self.is_current(snapshot) {
             return Stored::Stale;

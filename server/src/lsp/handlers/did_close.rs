@@ -7,12 +7,14 @@ use crate::lsp::context::ServerContext;
 
 pub async fn did_close(context: &ServerContext, params: DidCloseTextDocumentParams) {
     let uri = params.text_document.uri;
-    let push = {
+    let (push, given_up) = {
         let mut session = context.session.lock();
-        session.documents.remove(&uri);
-        session.overlay(&uri, None);
-        !session.features.pull_diagnostics
+        let given_up = session.close(&uri);
+        (!session.features.pull_diagnostics, given_up)
     };
+    if let Some(given_up) = given_up {
+        given_up.free_in_background();
+    }
     if push {
         context.clear_diagnostics(uri).await;
     }
@@ -35,6 +37,27 @@ mod tests {
             .wait_for(|m| m["method"] == "textDocument/publishDiagnostics" && m["params"]["version"].is_null())
             .await;
         assert_eq!(cleared["params"]["diagnostics"], json!([]));
+        client.shutdown().await;
+    }
+
+    /// A closed buffer gives its place among the eight that keep their trees to the next one
+    /// opened, rather than push out one still open.
+    #[tokio::test]
+    async fn a_closed_buffer_leaves_its_kept_tree_to_another() {
+        let (mut client, _, context) = TestClient::start_with_context(basic_capabilities(), json!({})).await;
+        let has_tree = |file: &str| {
+            let uri = file.parse().expect("a URI");
+            context.session.lock().document(&uri).expect("open").document().cached_tree().is_some()
+        };
+        let files: Vec<String> = (0..9).map(|n| uri(&format!("buffer{n}.py"))).collect();
+        for file in &files[..8] {
+            client.open(file, "x = 1\n").await;
+            client.diagnostics(file, 1).await;
+        }
+        client.notify("textDocument/didClose", json!({"textDocument": {"uri": files[7]}})).await;
+        client.open(&files[8], "y = 2\n").await;
+        client.diagnostics(&files[8], 1).await;
+        assert!(files[..7].iter().chain([&files[8]]).all(|file| has_tree(file)));
         client.shutdown().await;
     }
 }
