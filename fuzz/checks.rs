@@ -10,6 +10,7 @@ use culint::hardware::HardwareFacts;
 use culint::lint::{LintContext, LintSettings, StatementCache, fix_text, lint, lint_again, lint_text};
 use culint::parse::{error_count, parse};
 use culint::text::{TextRange, floor_char_boundary};
+use culint::tree_reuse::settled;
 
 /// Lint `text` with every rule on (hardware facts and syntax errors included): nothing may panic,
 /// and every diagnostic range must lie on the text's char boundaries.
@@ -81,7 +82,16 @@ fn plain(diagnostics: Vec<culint::diagnostic::Diagnostic>) -> Vec<String> {
 /// unchanged top-level statements, must report exactly what a fresh lint reports.
 fn check_cached_lint(document: &mut Document, cache: &StatementCache) {
     let settings = every_rule();
-    let tree = document.tree().clone();
+    let tree = match document.cached_tree() {
+        Some(tree) => tree.clone(),
+        // A buffer that gave its tree up: as the server's lint does, parse and settle it, then
+        // hand it back to the buffer, whose next edit reparses it incrementally.
+        None => {
+            let tree = settled(document.text(), parse(document.text(), None));
+            document.keep_tree(&tree);
+            tree
+        }
+    };
     let text = document.shared_text();
     // As the server lints a buffer: its rules judged while it was reparsed, and what the lint
     // let go of swept once its diagnostics are out.
@@ -110,7 +120,7 @@ pub fn check_document_edits(data: &[u8]) {
         let end = floor_char_boundary(&expected, (start + usize::from(op[2] % 16)).min(len)).max(start);
         let insert = FRAGMENTS[usize::from(op[3]) % FRAGMENTS.len()];
         if op[2] >= 0xf0 {
-            // An idle buffer gives its tree up; its next edit parses afresh and settles the tree.
+            // An idle buffer gives its tree up; its next lint parses afresh and settles the tree.
             document.drop_tree();
         }
         expected.replace_range(start..end, insert);
