@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end test of `culint server` through Neovim's built-in LSP client (Debian's neovim,
 # 0.7 on Debian 12): diagnostics with exact columns after CJK text and an emoji, incremental
-# edits, a quick fix and a disable comment applied by Neovim itself, and hover.
+# edits (as ranges, then as whole texts), a quick fix and a disable comment applied by Neovim
+# itself, and hover.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../../.." && pwd)"
@@ -21,5 +22,10 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 export CULINT_E2E_DIR="$work"
 
-# -u NONE: no user configuration; the test drives vim.lsp directly.
-timeout 120 nvim --headless -u NONE -i NONE -n -c "luafile $here/test.lua"
+# -u NONE: no user configuration; the test drives vim.lsp directly. Twice: with incremental
+# changes, and with the whole text sent on every change.
+for full_sync in 0 1; do
+  rm -f "$work"/*
+  CULINT_E2E_FULL_SYNC=$full_sync timeout 120 nvim --headless -u NONE -i NONE -n -c "luafile $here/test.lua"
+  echo
+done

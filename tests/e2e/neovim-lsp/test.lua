@@ -43,7 +43,9 @@ local client_id = vim.lsp.start_client({
   root_dir = dir,
   -- CUL2 only: rules added later must not change what this test expects.
   init_options = { select = { "CUL2" } },
-  flags = { debounce_text_changes = 0 },
+  -- CULINT_E2E_FULL_SYNC=1: the client sends the whole text on every change, as a client with
+  -- incremental sync switched off does, instead of the changed range.
+  flags = { debounce_text_changes = 0, allow_incremental_sync = os.getenv("CULINT_E2E_FULL_SYNC") ~= "1" },
 })
 check(client_id ~= nil, "vim.lsp.start_client returned nil")
 vim.lsp.buf_attach_client(buf, client_id)
@@ -128,5 +130,5 @@ vim.lsp.stop_client(client_id)
 vim.wait(5000, function()
   return vim.lsp.get_client_by_id(client_id) == nil
 end, 20)
-print("neovim-lsp: all checks passed")
+print("neovim-lsp: all checks passed (" .. (os.getenv("CULINT_E2E_FULL_SYNC") == "1" and "full" or "incremental") .. " sync)")
 vim.cmd("qall!")
