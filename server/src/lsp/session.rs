@@ -112,8 +112,9 @@ impl OpenDocument {
     }
 }
 
-/// What a buffer that is no longer being edited gave up ([`Session::note_active`]).
-pub struct GivenUp {
+/// What a buffer that is no longer being edited gave up ([`Session::note_active`],
+/// [`Session::close`]).
+struct GivenUp {
     tree: Option<Tree>,
     statements: Arc<StatementCache>,
 }
@@ -121,7 +122,7 @@ pub struct GivenUp {
 impl GivenUp {
     /// Free it on a lint's thread: on a large file that reads memory all over the tree, too
     /// long for the async thread that handles the next message.
-    pub fn free_in_background(self) {
+    fn free_in_background(self) {
         let GivenUp { tree, statements } = self;
         rayon::spawn(move || drop((tree, statements)));
     }
@@ -390,24 +391,27 @@ impl Session {
 
     /// Note that `uri` is being worked on, just opened or edited: its tree and what its lint
     /// found per statement are worth keeping for the next keystroke. The buffer that drops out
-    /// of the [`RETAINED_TREES`] most recent gives them up, to be freed off the async threads.
-    pub fn note_active(&mut self, uri: &Uri) -> Option<GivenUp> {
+    /// of the [`RETAINED_TREES`] most recent gives them up.
+    pub fn note_active(&mut self, uri: &Uri) {
         if self.recently_active.front() == Some(uri) {
-            return None;
+            return;
         }
         self.recently_active.retain(|u| u != uri);
         self.recently_active.push_front(uri.clone());
         let dropped_out = self.recently_active.split_off(RETAINED_TREES.min(self.recently_active.len()));
-        let dropped_out = dropped_out.front().and_then(|uri| self.documents.get_mut(uri))?;
-        Some(dropped_out.give_up())
+        if let Some(open) = dropped_out.front().and_then(|uri| self.documents.get_mut(uri)) {
+            open.give_up().free_in_background();
+        }
     }
 
-    /// Forget a closed buffer. Its tree and what its lint kept are returned, to be freed off
-    /// the async threads; its place among the buffers that keep theirs is given to the next.
-    pub fn close(&mut self, uri: &Uri) -> Option<GivenUp> {
+    /// Forget a closed buffer. Its place among the buffers that keep their trees goes to the
+    /// next one opened or edited.
+    pub fn close(&mut self, uri: &Uri) {
         self.recently_active.retain(|u| u != uri);
         self.overlay(uri, None);
-        self.documents.remove(uri).map(|mut open| open.give_up())
+        if let Some(mut open) = self.documents.remove(uri) {
+            open.give_up().free_in_background();
+        }
     }
 
     /// Store a result if it is still current (see [`Stored`]), with the tree it was linted on:

@@ -22,9 +22,7 @@ pub async fn did_change(context: &ServerContext, params: DidChangeTextDocumentPa
             let applied = apply_changes(open, &params.content_changes, version, encoding);
             let text = open.document().shared_text();
             session.overlay(&uri, Some(text));
-            if let Some(given_up) = session.note_active(&uri) {
-                given_up.free_in_background();
-            }
+            session.note_active(&uri);
             Ok(applied.map(|()| push))
         })
         .await;
@@ -151,10 +149,10 @@ mod tests {
         assert!(first_statement(&old).is_some());
         assert_eq!(first_statement(tree), first_statement(&old), "the unchanged import was parsed again");
         // Positions follow the new text: the line starts were edited too.
-        let end = open
+        let last_line = open
             .positions(PositionEncoding::Utf16)
             .text_range(Range { start: Position { line: 6, character: 0 }, end: Position { line: 6, character: 7 } });
-        assert_eq!(end.map(|range| &after[range.start..range.end]), Ok("x = f()"));
+        assert_eq!(last_line.map(|range| &after[range.start..range.end]), Ok("x = f()"));
     }
 
     #[test]

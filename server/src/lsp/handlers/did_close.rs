@@ -7,14 +7,11 @@ use crate::lsp::context::ServerContext;
 
 pub async fn did_close(context: &ServerContext, params: DidCloseTextDocumentParams) {
     let uri = params.text_document.uri;
-    let (push, given_up) = {
+    let push = {
         let mut session = context.session.lock();
-        let given_up = session.close(&uri);
-        (!session.features.pull_diagnostics, given_up)
+        session.close(&uri);
+        !session.features.pull_diagnostics
     };
-    if let Some(given_up) = given_up {
-        given_up.free_in_background();
-    }
     if push {
         context.clear_diagnostics(uri).await;
     }

@@ -17,9 +17,7 @@ pub async fn did_open(context: &ServerContext, params: DidOpenTextDocumentParams
         session.documents.insert(item.uri.clone(), OpenDocument::new(document, path_of(&item.uri)));
         session.overlay(&item.uri, Some(text));
         // A buffer just opened is about to be edited, or looked at: its first lint keeps its tree.
-        if let Some(given_up) = session.note_active(&item.uri) {
-            given_up.free_in_background();
-        }
+        session.note_active(&item.uri);
         !session.features.pull_diagnostics
     };
     if push {
