@@ -16,7 +16,10 @@ with the collector, 3.6 ms without; p50 2.8 ms either way.) The decoded JSON hol
 reference counting frees all of it as before.
 
 Paired latency (--paired): every server opens the script, and each keystroke goes to each server
-in turn (in alternating order), each waiting for its own publish before the next server gets it.
+in turn, each waiting for its own publish before the next server gets it. The order rotates by
+one server a keystroke, so each server takes each place equally often; of three or more, none
+takes two keystrokes in a row (order alternating forwards and backwards gave that to the first
+and last server only, which favoured them). Of two, each does so every other keystroke.
 This host's speed drifts by half from one minute to the next; in turns, the servers meet the same
 drift, so a difference between two builds of a few tenths of a millisecond shows, where runs one
 after the other bury it.
@@ -243,7 +246,8 @@ def latency(commands, edit_count):
         try:
             for version, edit in enumerate(edits(text, edit_count), start=2):
                 turns = list(enumerate(connections))
-                for i, connection in turns if version % 2 else reversed(turns):
+                first = version % len(turns)
+                for i, connection in turns[first:] + turns[:first]:
                     decoded, received = keystroke(connection, uri, version, edit)
                     samples[i][0].append(decoded)
                     samples[i][1].append(received)
