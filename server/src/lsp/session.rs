@@ -195,10 +195,14 @@ impl Snapshot {
             // what every later keystroke's lint allocates there: on a 307 KB script each
             // keystroke was 0.25-0.48 ms slower at the median (BENCHMARKS.md). The thread costs
             // tens of microseconds, the parse tens of milliseconds; each new thread's arena
-            // keeps some memory, which a small buffer's tree is not worth.
+            // keeps some memory, which a small buffer's tree is not worth. Where no thread can
+            // be started, it is parsed here.
             (None, Some(_)) => std::thread::scope(|scope| {
-                let parse = scope.spawn(|| settled(&self.text, self.tree()));
-                parse.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                let parse = || settled(&self.text, self.tree());
+                match std::thread::Builder::new().name("culint-parse".into()).spawn_scoped(scope, parse) {
+                    Ok(thread) => thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                    Err(_) => parse(),
+                }
             }),
             (None, None) => self.tree(),
         })

@@ -67,4 +67,23 @@ mod tests {
         }
         client.shutdown().await;
     }
+
+    /// A large buffer's tree is parsed on a thread of its own (see `Snapshot::tree_to_lint`):
+    /// it is kept all the same, and the buffer's findings are those of the plain lint.
+    #[tokio::test]
+    async fn a_large_buffer_keeps_the_tree_parsed_on_its_own_thread() {
+        let (mut client, _, context) = TestClient::start_with_context(basic_capabilities(), json!({})).await;
+        let example = include_str!("../../../../examples/train_resnet.py");
+        let text = example.repeat(64 * 1024 / example.len() + 1);
+        let file = uri("large.py");
+        client.open(&file, &text).await;
+        let pushed = client.diagnostics(&file, 1).await;
+        let settings = crate::lint::LintSettings::default();
+        let expected = crate::lint::lint_text(&text, crate::lint::LintContext::default(), &settings);
+        assert_eq!(pushed.len(), expected.len());
+        assert!(!pushed.is_empty());
+        let uri = file.parse().expect("a URI");
+        assert!(context.session.lock().document(&uri).expect("open").document().cached_tree().is_some());
+        client.shutdown().await;
+    }
 }
