@@ -664,9 +664,6 @@ mod tests {
         }
     }
 
-    /// A buffer that loses what its rules need (the code is deleted) lints to nothing, and once
-    /// the code is back it lints to what a fresh lint finds; the rules are chosen before the
-    /// model's build or beside it accordingly.
     /// What an editor makes of a lint (its publish) is made of the diagnostics the lint returns:
     /// suppressed, sorted and deduplicated, on the thread beside once the buffer has had rules.
     #[test]
@@ -689,6 +686,9 @@ mod tests {
         assert!(cache.had_rules.load(Ordering::Relaxed));
     }
 
+    /// A buffer that loses what its rules need (the code is deleted) lints to nothing, and once
+    /// the code is back it lints to what a fresh lint finds; the rules are chosen before the
+    /// model's build or beside it accordingly.
     #[test]
     fn a_buffer_that_loses_its_rules_and_gets_them_back_lints_as_a_fresh_buffer() {
         let settings = LintSettings::default();
