@@ -122,15 +122,9 @@ impl ServerContext {
             return Ok(Some((snapshot, result.diagnostics)));
         }
         let input = snapshot.clone();
-        let (diagnostics, tree) = self
-            .computing("lint", move || {
-                let tree = input.tree_to_lint();
-                (Arc::new(lint_snapshot_then(&input, tree.as_ref(), |_| ()).0), tree)
-            })
-            .await?;
-        let Some(leftovers) =
-            Leftovers::of_stored(&mut self.session.lock(), &snapshot, diagnostics.clone(), tree.as_ref())
-        else {
+        let linted = self.computing("lint", move || lint_snapshot_then(&input, |_| ()).0).await?;
+        let diagnostics = Arc::clone(&linted.diagnostics);
+        let Some(leftovers) = Leftovers::of_stored(&mut self.session.lock(), &snapshot, linted) else {
             return Ok(None);
         };
         leftovers.free_in_background();
@@ -180,9 +174,8 @@ impl ServerContext {
         let (frame, linted) = match cached {
             Some(result) => (frame(&result.diagnostics), None),
             None => {
-                let tree = snapshot.tree_to_lint();
-                let (diagnostics, frame) = lint_snapshot_then(snapshot, tree.as_ref(), frame);
-                (frame, Some((Arc::new(diagnostics), tree)))
+                let (linted, frame) = lint_snapshot_then(snapshot, frame);
+                (frame, Some(linted))
             }
         };
         let order = self.publish_order.lock().unwrap_or_else(PoisonError::into_inner);
@@ -190,11 +183,8 @@ impl ServerContext {
             let mut session = self.session.lock();
             match linted {
                 // A newer edit makes the result stale: it is neither kept nor shown.
-                Some((diagnostics, tree)) => {
-                    let Some(leftovers) = Leftovers::of_stored(&mut session, snapshot, diagnostics, tree.as_ref())
-                    else {
-                        return;
-                    };
+                Some(linted) => {
+                    let Some(leftovers) = Leftovers::of_stored(&mut session, snapshot, linted) else { return };
                     leftovers
                 }
                 None if session.is_current(snapshot) => Leftovers::default(),
@@ -259,13 +249,8 @@ pub struct Leftovers {
 impl Leftovers {
     /// Store a lint's result in the session ([`Session::store`]); what it lets go of, or `None`
     /// when the result is stale and was not kept.
-    fn of_stored(
-        session: &mut Session,
-        snapshot: &Snapshot,
-        diagnostics: Arc<Vec<Diagnostic>>,
-        tree: Option<&Tree>,
-    ) -> Option<Self> {
-        match session.store(snapshot, diagnostics, tree) {
+    fn of_stored(session: &mut Session, snapshot: &Snapshot, linted: Linted) -> Option<Self> {
+        match session.store(snapshot, linted.diagnostics, linted.tree.as_ref()) {
             Stored::Kept { replaced } => Some(Leftovers { replaced, statements: snapshot.statements.clone() }),
             Stored::Stale => None,
         }
@@ -284,24 +269,29 @@ impl Leftovers {
     }
 }
 
-/// The engine call behind every diagnostic the server reports: a lint of `snapshot` on `tree`
-/// ([`Snapshot::tree_to_lint`]; none for an excluded file, which gets no diagnostics), with what
+/// A lint's diagnostics and the tree it was made on, which the session keeps for a buffer that
+/// had none ([`Session::store`]).
+struct Linted {
+    diagnostics: Arc<Vec<Diagnostic>>,
+    tree: Option<Tree>,
+}
+
+/// The engine call behind every diagnostic the server reports: a lint of `snapshot` on
+/// [`Snapshot::tree_to_lint`] (none for an excluded file, which gets no diagnostics), with what
 /// `then` makes of the diagnostics, made as [`lint_again_then`] makes it.
-fn lint_snapshot_then<T: Send>(
-    snapshot: &Snapshot,
-    tree: Option<&Tree>,
-    then: impl FnOnce(&[Diagnostic]) -> T + Send,
-) -> (Vec<Diagnostic>, T) {
+fn lint_snapshot_then<T: Send>(snapshot: &Snapshot, then: impl FnOnce(&[Diagnostic]) -> T + Send) -> (Linted, T) {
     let context = LintContext { path: snapshot.path.as_deref(), project: Some(&snapshot.project) };
-    let diagnostics = match (tree, &snapshot.statements) {
-        (None, _) => Vec::new(),
-        (Some(tree), Some(cache)) => {
-            return lint_again_then(&snapshot.text, tree, context, &snapshot.settings, cache, then);
+    let tree = snapshot.tree_to_lint();
+    let (diagnostics, made) = match (&tree, &snapshot.statements) {
+        (None, _) => (Vec::new(), then(&[])),
+        (Some(tree), Some(cache)) => lint_again_then(&snapshot.text, tree, context, &snapshot.settings, cache, then),
+        (Some(tree), None) => {
+            let diagnostics = lint(&snapshot.text, tree, context, &snapshot.settings);
+            let made = then(&diagnostics);
+            (diagnostics, made)
         }
-        (Some(tree), None) => lint(&snapshot.text, tree, context, &snapshot.settings),
     };
-    let made = then(&diagnostics);
-    (diagnostics, made)
+    (Linted { diagnostics: Arc::new(diagnostics), tree }, made)
 }
 
 pub fn unknown_document(uri: &Uri) -> jsonrpc::Error {
