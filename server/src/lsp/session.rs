@@ -189,21 +189,10 @@ impl Snapshot {
         Some(match (&self.parsed, &self.statements) {
             _ if self.excluded => return None,
             (Some(tree), _) => tree.clone(),
-            (None, Some(_)) if self.text.len() < OWN_ARENA_FROM => settled(&self.text, self.tree()),
-            // Parsed on a thread of its own. glibc's malloc serves each thread from its own
-            // arena, and a large tree kept from the arena the lints allocate from lies among
-            // what every later keystroke's lint allocates there: on a 307 KB script each
-            // keystroke was 0.25-0.48 ms slower at the median (BENCHMARKS.md). The thread costs
-            // tens of microseconds, the parse tens of milliseconds; each new thread's arena
-            // keeps some memory, which a small buffer's tree is not worth. Where no thread can
-            // be started, it is parsed here.
-            (None, Some(_)) => std::thread::scope(|scope| {
+            (None, Some(_)) => {
                 let parse = || settled(&self.text, self.tree());
-                match std::thread::Builder::new().name("culint-parse".into()).spawn_scoped(scope, parse) {
-                    Ok(thread) => thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-                    Err(_) => parse(),
-                }
-            }),
+                if self.text.len() < OWN_ARENA_FROM { parse() } else { on_a_thread_of_its_own(parse) }
+            }
             (None, None) => self.tree(),
         })
     }
@@ -215,8 +204,23 @@ impl Snapshot {
 }
 
 /// From this size on, the tree a buffer keeps is parsed on a thread of its own (see
-/// [`Snapshot::tree_to_lint`]): 64 KiB is about 2,000 lines of Python.
+/// [`on_a_thread_of_its_own`]): 64 KiB is about 2,000 lines of Python.
 const OWN_ARENA_FROM: usize = 64 * 1024;
+
+/// Run `work` (a large buffer's parse, to keep) on a thread started for it. glibc's malloc serves
+/// each thread from its own arena, and a large tree kept from the arena the lints allocate from
+/// lies among what every later keystroke's lint allocates there: on a 307 KB script each
+/// keystroke was 0.25-0.48 ms slower at the median (BENCHMARKS.md). The thread costs tens of
+/// microseconds, the parse tens of milliseconds; each new thread's arena keeps some memory, which
+/// a small buffer's tree is not worth. Where no thread can be started, `work` runs here.
+fn on_a_thread_of_its_own<T: Send>(work: impl Fn() -> T + Sync) -> T {
+    std::thread::scope(|scope| {
+        match std::thread::Builder::new().name("culint-parse".into()).spawn_scoped(scope, &work) {
+            Ok(thread) => thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            Err(_) => work(),
+        }
+    })
+}
 
 /// How many of the documents opened or edited last keep their syntax tree between lint runs. An
 /// edit to any other document is parsed from scratch by its lint, which costs a few milliseconds
