@@ -209,6 +209,12 @@ pub fn uri(name: &str) -> String {
     format!("file:///workspace/{name}")
 }
 
+/// Whether the server's open buffer `file` holds a syntax tree (kept for its next keystroke).
+pub fn holds_tree(context: &crate::lsp::context::ServerContext, file: &str) -> bool {
+    let uri = file.parse().expect("a URI");
+    context.session.lock().document(&uri).expect("an open buffer").document().cached_tree().is_some()
+}
+
 /// An LSP position as JSON.
 pub fn position(line: u32, character: u32) -> Value {
     json!({"line": line, "character": character})

@@ -21,7 +21,7 @@ pub async fn did_close(context: &ServerContext, params: DidCloseTextDocumentPara
 mod tests {
     use serde_json::json;
 
-    use crate::lsp::testing::{TestClient, basic_capabilities, uri};
+    use crate::lsp::testing::{TestClient, basic_capabilities, holds_tree, uri};
 
     #[tokio::test]
     async fn closing_clears_pushed_diagnostics() {
@@ -42,10 +42,6 @@ mod tests {
     #[tokio::test]
     async fn a_closed_buffer_leaves_its_kept_tree_to_another() {
         let (mut client, _, context) = TestClient::start_with_context(basic_capabilities(), json!({})).await;
-        let has_tree = |file: &str| {
-            let uri = file.parse().expect("a URI");
-            context.session.lock().document(&uri).expect("open").document().cached_tree().is_some()
-        };
         let files: Vec<String> = (0..9).map(|n| uri(&format!("buffer{n}.py"))).collect();
         for file in &files[..8] {
             client.open(file, "x = 1\n").await;
@@ -54,7 +50,7 @@ mod tests {
         client.notify("textDocument/didClose", json!({"textDocument": {"uri": files[7]}})).await;
         client.open(&files[8], "y = 2\n").await;
         client.diagnostics(&files[8], 1).await;
-        assert!(files[..7].iter().chain([&files[8]]).all(|file| has_tree(file)));
+        assert!(files[..7].iter().chain([&files[8]]).all(|file| holds_tree(&context, file)));
         client.shutdown().await;
     }
 }

@@ -29,7 +29,7 @@ pub async fn did_open(context: &ServerContext, params: DidOpenTextDocumentParams
 mod tests {
     use serde_json::json;
 
-    use crate::lsp::testing::{TestClient, basic_capabilities, uri};
+    use crate::lsp::testing::{TestClient, basic_capabilities, holds_tree, uri};
 
     #[tokio::test]
     async fn opening_a_file_pushes_its_diagnostics_for_that_version() {
@@ -50,20 +50,16 @@ mod tests {
     #[tokio::test]
     async fn an_opened_buffer_keeps_its_tree_until_eight_others_are_opened() {
         let (mut client, _, context) = TestClient::start_with_context(basic_capabilities(), json!({})).await;
-        let has_tree = |file: &str| {
-            let uri = file.parse().expect("a URI");
-            context.session.lock().document(&uri).expect("open").document().cached_tree().is_some()
-        };
         let first = uri("first.py");
         client.open(&first, "import torch\nx = torch.ones(3)\n").await;
         client.diagnostics(&first, 1).await;
-        assert!(has_tree(&first), "the first lint's tree was not kept");
+        assert!(holds_tree(&context, &first), "the first lint's tree was not kept");
         for n in 0..8 {
             let other = uri(&format!("other{n}.py"));
             client.open(&other, "x = 1\n").await;
             client.diagnostics(&other, 1).await;
-            assert_eq!(has_tree(&first), n < 7, "after {} more buffers", n + 1);
-            assert!(has_tree(&other));
+            assert_eq!(holds_tree(&context, &first), n < 7, "after {} more buffers", n + 1);
+            assert!(holds_tree(&context, &other));
         }
         client.shutdown().await;
     }
@@ -82,8 +78,7 @@ mod tests {
         let expected = crate::lint::lint_text(&text, crate::lint::LintContext::default(), &settings);
         assert_eq!(pushed.len(), expected.len());
         assert!(!pushed.is_empty());
-        let uri = file.parse().expect("a URI");
-        assert!(context.session.lock().document(&uri).expect("open").document().cached_tree().is_some());
+        assert!(holds_tree(&context, &file));
         client.shutdown().await;
     }
 }
