@@ -61,6 +61,21 @@ CAPABILITIES = {
 }
 
 
+def read_body(stream):
+    """The body of the next LSP message on `stream`, or None at its end."""
+    length = None
+    while True:
+        line = stream.readline()
+        if not line:
+            return None
+        line = line.strip()
+        if not line:
+            break
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":")[1])
+    return stream.read(length)
+
+
 class Connection:
     """A JSON-RPC connection to a server process over stdio."""
 
@@ -73,19 +88,7 @@ class Connection:
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self):
-        stream = self.process.stdout
-        while True:
-            length = None
-            while True:
-                line = stream.readline()
-                if not line:
-                    return
-                line = line.strip()
-                if not line:
-                    break
-                if line.lower().startswith(b"content-length:"):
-                    length = int(line.split(b":")[1])
-            body = stream.read(length)
+        while (body := read_body(self.process.stdout)) is not None:
             received = time.perf_counter()
             message = json.loads(body)
             # The arrival times are taken here, before any queueing in the client: once the last
@@ -190,11 +193,12 @@ def percentile(samples, share):
 
 
 def open_script(connection, uri, text):
+    """Open the script; returns the publishDiagnostics message for it."""
     connection.notify(
         "textDocument/didOpen",
         {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}},
     )
-    connection.wait_diagnostics(uri, 1)
+    return connection.wait_diagnostics(uri, 1)[1]
 
 
 def keystroke(connection, uri, version, edit):

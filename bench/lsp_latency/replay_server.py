@@ -18,23 +18,9 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench import start_server  # noqa: E402
+from bench import open_script, read_body, start_server  # noqa: E402
 
 VERSION_MARK = '"version":-1'
-
-
-def read_message(stream):
-    length = None
-    while True:
-        line = stream.readline()
-        if not line:
-            return None
-        line = line.strip()
-        if not line:
-            break
-        if line.lower().startswith(b"content-length:"):
-            length = int(line.split(b":")[1])
-    return json.loads(stream.read(length))
 
 
 def frame(body):
@@ -49,11 +35,7 @@ def recorded_publish(command, uri, text):
     """The real server's publish for `text`, encoded, split where its version goes."""
     real = start_server(shlex.join(command), os.getcwd())
     try:
-        real.notify(
-            "textDocument/didOpen",
-            {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}},
-        )
-        _, message = real.wait_diagnostics(uri, 1)
+        message = open_script(real, uri, text)
     finally:
         real.close()
     message["params"]["version"] = -1
@@ -69,7 +51,8 @@ def main():
         sys.exit("usage: replay_server.py REAL-SERVER-COMMAND...")
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     publish = None
-    while (message := read_message(stdin)) is not None:
+    while (body := read_body(stdin)) is not None:
+        message = json.loads(body)
         method = message.get("method")
         if method == "initialize":
             capabilities = {"textDocumentSync": {"openClose": True, "change": 2}}
