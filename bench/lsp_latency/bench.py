@@ -24,6 +24,11 @@ This host's speed drifts by half from one minute to the next; in turns, the serv
 drift, so a difference between two builds of a few tenths of a millisecond shows, where runs one
 after the other bury it.
 
+Pulled (--pull): the client declares pull diagnostics, as VS Code does, and after each didChange
+asks for the document's diagnostics (textDocument/diagnostic) with the result id of the last
+report it got; the sample is the time from the didChange to the report. A server may answer
+"unchanged" when the user would see the same diagnostics as before.
+
 Floor (replay_server.py): a server that does no work and sends the same publish as a real one
 shows what the pipe and this client's decoding alone cost on this host.
 
@@ -31,7 +36,7 @@ Memory: open 1,000 different training scripts, wait until each has its diagnosti
 the server's resident set size from /proc.
 
 Usage: bench.py --server "culint server" --server "ruff server" [--edits 1000] [--files 1000]
-       [--only latency|memory] [--paired]
+       [--only latency|memory] [--paired] [--pull]
 Writes a JSON summary to stdout.
 """
 
@@ -58,6 +63,12 @@ CAPABILITIES = {
         "publishDiagnostics": {"versionSupport": True, "relatedInformation": True},
     },
     "general": {"positionEncodings": ["utf-16"]},
+}
+
+# As CAPABILITIES, with diagnostics pulled by the client instead of pushed by the server.
+PULL_CAPABILITIES = {
+    **CAPABILITIES,
+    "textDocument": {**CAPABILITIES["textDocument"], "diagnostic": {"dynamicRegistration": False}},
 }
 
 
@@ -125,6 +136,17 @@ class Connection:
             if wanted(message):
                 return arrived, message
 
+    def pull_diagnostics(self, uri, previous_result_id):
+        """Ask for the document's diagnostics; returns the report's arrival times and the report."""
+        self.next_id += 1
+        request_id = self.next_id
+        params = {"textDocument": {"uri": uri}, "previousResultId": previous_result_id}
+        self.send({"jsonrpc": "2.0", "id": request_id, "method": "textDocument/diagnostic", "params": params})
+        arrived, message = self.wait(lambda m: m.get("id") == request_id and "method" not in m)
+        if "result" not in message:
+            raise RuntimeError(f"textDocument/diagnostic failed: {message.get('error')}")
+        return arrived, message["result"]
+
     def wait_diagnostics(self, uri, version):
         return self.wait(
             lambda m: m.get("method") == "textDocument/publishDiagnostics"
@@ -157,11 +179,15 @@ def server_argv(command):
     return argv
 
 
-def start_server(command, root):
+def start_server(command, root, pull=False):
     connection = Connection(server_argv(command), root)
     connection.request(
         "initialize",
-        {"processId": os.getpid(), "rootUri": Path(root).as_uri(), "capabilities": CAPABILITIES},
+        {
+            "processId": os.getpid(),
+            "rootUri": Path(root).as_uri(),
+            "capabilities": PULL_CAPABILITIES if pull else CAPABILITIES,
+        },
     )
     connection.notify("initialized", {})
     return connection
@@ -192,16 +218,45 @@ def percentile(samples, share):
     return ordered[min(len(ordered) - 1, int(round(share * (len(ordered) - 1))))]
 
 
-def open_script(connection, uri, text):
-    """Open the script; returns the publishDiagnostics message for it."""
+class Pushed:
+    """Diagnostics as the server pushes them: each version's publishDiagnostics."""
+
+    def __init__(self, connection, uri):
+        self.connection, self.uri = connection, uri
+
+    def fresh(self, version):
+        """The arrival times of the diagnostics of `version`, and the publish."""
+        return self.connection.wait_diagnostics(self.uri, version)
+
+
+class Pulled:
+    """Diagnostics as the client pulls them, passing the result id of the last report."""
+
+    def __init__(self, connection, uri):
+        self.connection, self.uri = connection, uri
+        self.result_id = None
+        self.unchanged = 0
+
+    def fresh(self, version):
+        """The arrival times of the report for the document as it is now, and the report."""
+        arrived, report = self.connection.pull_diagnostics(self.uri, self.result_id)
+        self.unchanged += report.get("kind") == "unchanged"
+        if report.get("resultId") is not None:
+            self.result_id = report["resultId"]
+        return arrived, report
+
+
+def open_script(connection, uri, text, watch=None):
+    """Open the script; returns its diagnostics as `watch` gets them (pushed by default): the
+    publish, or the pulled report."""
     connection.notify(
         "textDocument/didOpen",
         {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}},
     )
-    return connection.wait_diagnostics(uri, 1)[1]
+    return (watch or Pushed(connection, uri)).fresh(1)[1]
 
 
-def keystroke(connection, uri, version, edit):
+def keystroke(connection, diagnostics, uri, version, edit):
     """Send one edit; returns its latency as decoded and as received, in milliseconds."""
     line, start, end, char = edit
     change = {
@@ -213,7 +268,7 @@ def keystroke(connection, uri, version, edit):
         "textDocument/didChange",
         {"textDocument": {"uri": uri, "version": version}, "contentChanges": [change]},
     )
-    (received, decoded), _ = connection.wait_diagnostics(uri, version)
+    (received, decoded), _ = diagnostics.fresh(version)
     return (decoded - sent) * 1000, (received - sent) * 1000
 
 
@@ -234,16 +289,18 @@ def summary(samples, received_samples, text):
     }
 
 
-def latency(commands, edit_count):
+def latency(commands, edit_count, pull=False):
     """Latency of each server in `commands`: alone when there is one, in turns when there are more."""
     with tempfile.TemporaryDirectory() as root:
         path = Path(root) / "train.py"
         text = training_script(10_000)
         path.write_text(text)
         uri = path.as_uri()
-        connections = [start_server(command, root) for command in commands]
-        for connection in connections:
-            open_script(connection, uri, text)
+        connections = [start_server(command, root, pull) for command in commands]
+        how = Pulled if pull else Pushed
+        watches = [how(connection, uri) for connection in connections]
+        for connection, watch in zip(connections, watches):
+            open_script(connection, uri, text, watch)
         samples = [([], []) for _ in connections]
         gc.collect()
         gc.disable()
@@ -252,14 +309,17 @@ def latency(commands, edit_count):
                 turns = list(enumerate(connections))
                 first = version % len(turns)
                 for i, connection in turns[first:] + turns[:first]:
-                    decoded, received = keystroke(connection, uri, version, edit)
+                    decoded, received = keystroke(connection, watches[i], uri, version, edit)
                     samples[i][0].append(decoded)
                     samples[i][1].append(received)
         finally:
             gc.enable()
         results = []
-        for connection, (decoded, received) in zip(connections, samples):
+        for connection, watch, (decoded, received) in zip(connections, watches, samples):
             result = summary(decoded, received, text)
+            if pull:
+                # Reports that said "unchanged" (the first one, for the open, is counted too).
+                result["unchanged_reports"] = watch.unchanged
             result["rss_mb_after"] = round(connection.rss_bytes() / 2**20, 1)
             connection.close()
             results.append(result)
@@ -307,18 +367,19 @@ def main():
     parser.add_argument(
         "--paired", action="store_true", help="latency of all servers at once, each keystroke to each in turn"
     )
+    parser.add_argument("--pull", action="store_true", help="latency with diagnostics pulled, as VS Code does")
     args = parser.parse_args()
     if args.paired and args.only == "memory":
         parser.error("--paired measures latency; it does not go with --only memory")
     results = {command: {} for command in args.server}
     if args.paired:
         print(f"benchmarking {len(args.server)} servers in turns ...", file=sys.stderr)
-        for command, result in zip(args.server, latency(args.server, args.edits)):
+        for command, result in zip(args.server, latency(args.server, args.edits, args.pull)):
             results[command]["latency"] = result
     for command in args.server:
         print(f"benchmarking {command} ...", file=sys.stderr)
         if args.only != "memory" and not args.paired:
-            results[command]["latency"] = latency([command], args.edits)[0]
+            results[command]["latency"] = latency([command], args.edits, args.pull)[0]
         if args.only != "latency":
             results[command]["memory"] = memory(command, args.files)
         print(json.dumps(results[command]), file=sys.stderr)

@@ -3,6 +3,7 @@
 //! Related information, code descriptions and tags are always sent: the protocol lets clients
 //! ignore fields they do not support, and every client that matters supports them.
 
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::LazyLock;
 
 use serde::Deserialize;
@@ -224,28 +225,62 @@ pub fn publish_frame(uri: &Uri, version: i32, diagnostics: &[Diagnostic], mapper
     Publish { uri, diagnostics: items, version: Some(version) }.frame()
 }
 
+impl LspDiagnostic<'_> {
+    /// The protocol's owned diagnostic, for responses that go out through tower-lsp-server.
+    pub fn into_lsp(self) -> lsp::Diagnostic {
+        let related: Vec<DiagnosticRelatedInformation> = self
+            .related
+            .into_iter()
+            .map(|(range, message)| DiagnosticRelatedInformation {
+                location: Location { uri: self.uri.clone(), range },
+                message: message.to_owned(),
+            })
+            .collect();
+        lsp::Diagnostic {
+            range: self.range,
+            severity: Some(severity(self.severity)),
+            code: Some(NumberOrString::String(self.code.to_owned())),
+            code_description: self.rule_page.map(|href| CodeDescription { href: href.clone() }),
+            source: Some(SOURCE.to_owned()),
+            message: self.message.to_owned(),
+            related_information: (!related.is_empty()).then_some(related),
+            tags: self.deprecated.then(|| vec![DiagnosticTag::DEPRECATED]),
+            data: Some(serde_json::Value::String(self.data.text())),
+        }
+    }
+
+    /// Feed `hasher` everything a client shows of the diagnostic: all of it but `data`. The fix
+    /// in `data` names the document version its byte offsets refer to, and a code action given
+    /// another version's takes the fix from a fresh lint instead, so a client that keeps an older
+    /// version's `data` still gets the right fix.
+    fn hash_shown(&self, hasher: &mut impl Hasher) {
+        let hash_range = |hasher: &mut _, range: &Range| {
+            [range.start.line, range.start.character, range.end.line, range.end.character].hash(hasher)
+        };
+        hash_range(hasher, &self.range);
+        (severity_number(self.severity), self.code, self.message, self.deprecated).hash(hasher);
+        self.related.len().hash(hasher);
+        for (range, message) in &self.related {
+            hash_range(hasher, range);
+            message.hash(hasher);
+        }
+    }
+}
+
+/// A digest of what a client shows of `diagnostics`, all in one document: equal for two lints
+/// whose diagnostics look the same to the user, whatever versions of the text they came from.
+pub fn shown_digest(diagnostics: &[LspDiagnostic<'_>]) -> u64 {
+    // `DefaultHasher::new` hashes alike in every process of one build, so a digest stays
+    // comparable across a restart of the server.
+    let mut hasher = DefaultHasher::new();
+    diagnostics.len().hash(&mut hasher);
+    diagnostics.iter().for_each(|diagnostic| diagnostic.hash_shown(&mut hasher));
+    hasher.finish()
+}
+
 /// The protocol's owned diagnostic, for responses that go out through tower-lsp-server.
 pub fn to_lsp(diagnostic: &Diagnostic, mapper: &PositionMapper<'_>, uri: &Uri, version: i32) -> lsp::Diagnostic {
-    let wire = LspDiagnostic::of(diagnostic, mapper, uri, version);
-    let related: Vec<DiagnosticRelatedInformation> = wire
-        .related
-        .into_iter()
-        .map(|(range, message)| DiagnosticRelatedInformation {
-            location: Location { uri: uri.clone(), range },
-            message: message.to_owned(),
-        })
-        .collect();
-    lsp::Diagnostic {
-        range: wire.range,
-        severity: Some(severity(wire.severity)),
-        code: Some(NumberOrString::String(wire.code.to_owned())),
-        code_description: wire.rule_page.map(|href| CodeDescription { href: href.clone() }),
-        source: Some(SOURCE.to_owned()),
-        message: wire.message.to_owned(),
-        related_information: (!related.is_empty()).then_some(related),
-        tags: wire.deprecated.then(|| vec![DiagnosticTag::DEPRECATED]),
-        data: Some(serde_json::Value::String(wire.data.text())),
-    }
+    LspDiagnostic::of(diagnostic, mapper, uri, version).into_lsp()
 }
 
 /// The protocol's number for a severity: `DiagnosticSeverity`'s value, which that type keeps to

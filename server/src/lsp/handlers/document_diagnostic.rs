@@ -8,8 +8,7 @@ use tower_lsp_server::ls_types::{
 };
 
 use crate::lsp::context::ServerContext;
-use crate::lsp::diagnostics::to_lsp;
-use crate::lsp::session::Snapshot;
+use crate::lsp::diagnostics::{LspDiagnostic, shown_digest};
 
 /// LSP's `ServerCancelled`: the server gave up on a request; the client may ask again.
 const SERVER_CANCELLED: i64 = -32802;
@@ -22,7 +21,11 @@ pub async fn document_diagnostic(
     let Some((snapshot, diagnostics)) = context.lint_current(&uri).await? else {
         return Err(changed_while_linting());
     };
-    let result_id = result_id(&snapshot);
+    let encoding = context.session.lock().features.encoding;
+    let mapper = snapshot.positions(encoding);
+    let shown: Vec<LspDiagnostic<'_>> =
+        diagnostics.iter().map(|d| LspDiagnostic::of(d, &mapper, &uri, snapshot.version)).collect();
+    let result_id = result_id(&shown);
     if params.previous_result_id.as_deref() == Some(result_id.as_str()) {
         return Ok(DocumentDiagnosticReportResult::Report(DocumentDiagnosticReport::Unchanged(
             RelatedUnchangedDocumentDiagnosticReport {
@@ -31,18 +34,18 @@ pub async fn document_diagnostic(
             },
         )));
     }
-    let encoding = context.session.lock().features.encoding;
-    let mapper = snapshot.positions(encoding);
-    let items = diagnostics.iter().map(|d| to_lsp(d, &mapper, &uri, snapshot.version)).collect();
+    let items = shown.into_iter().map(LspDiagnostic::into_lsp).collect();
     Ok(DocumentDiagnosticReportResult::Report(DocumentDiagnosticReport::Full(RelatedFullDocumentDiagnosticReport {
         related_documents: None,
         full_document_diagnostic_report: FullDocumentDiagnosticReport { result_id: Some(result_id), items },
     })))
 }
 
-/// Names exactly what the result was computed from: the text and the settings.
-fn result_id(snapshot: &Snapshot) -> String {
-    format!("{}.{}.{}", snapshot.version, snapshot.revision, snapshot.generation)
+/// Names what the client shows of a report, not the version of the text it came from: a
+/// keystroke that leaves every diagnostic where it was (most keystrokes away from them) is then
+/// answered "unchanged", and the editor has no report of a large file to decode and draw again.
+fn result_id(shown: &[LspDiagnostic<'_>]) -> String {
+    format!("{:016x}", shown_digest(shown))
 }
 
 /// The document changed during the run: the result is stale and must not be shown, and the
@@ -59,7 +62,10 @@ fn changed_while_linting() -> Error {
 mod tests {
     use serde_json::{Value, json};
 
-    use crate::lsp::testing::{TestClient, basic_capabilities, position, uri};
+    use crate::lsp::position::PositionEncoding;
+    use crate::lsp::testing::{
+        TRAINING_SCRIPT, TestClient, apply_text_edits, basic_capabilities, edits_of, position, uri,
+    };
 
     fn pull_capabilities() -> Value {
         let mut capabilities = basic_capabilities();
@@ -97,6 +103,66 @@ mod tests {
         assert_eq!(fixed["kind"], "full");
         assert_eq!(fixed["items"], json!([]));
         assert!(client.received("textDocument/publishDiagnostics").is_empty(), "a pulling client gets no pushes");
+        client.shutdown().await;
+    }
+
+    /// A keystroke that moves no diagnostic is answered "unchanged", though the text's version
+    /// and the fixes' byte offsets changed; a quick fix asked for with the report the client
+    /// kept (its `data` from the older version) is built for the current text.
+    #[tokio::test]
+    async fn edits_that_move_no_diagnostic_are_answered_unchanged() {
+        let (mut client, _) = TestClient::start(pull_capabilities(), json!({"select": ["CUL2"]})).await;
+        let file = uri("typing.py");
+        client.open(&file, TRAINING_SCRIPT).await;
+        let pull = |previous: &Value| json!({"textDocument": {"uri": file}, "previousResultId": previous});
+        let first = client.request("textDocument/diagnostic", pull(&Value::Null)).await.unwrap();
+        assert_eq!(first["kind"], "full");
+        assert_eq!(first["items"].as_array().unwrap().len(), 2, "{first}");
+
+        // Type at the end of the first line: every byte offset after it moves, no line or column
+        // of a diagnostic does.
+        let mut version = 1;
+        let mut text = TRAINING_SCRIPT.to_owned();
+        for (column, typed) in [(12, " "), (13, "#"), (14, " "), (15, "x")] {
+            version += 1;
+            let change = json!({
+                "textDocument": {"uri": file, "version": version},
+                "contentChanges": [{"range": {"start": position(0, column), "end": position(0, column)}, "text": typed}]
+            });
+            client.notify("textDocument/didChange", change).await;
+            text.insert_str(column as usize, typed);
+            let report = client.request("textDocument/diagnostic", pull(&first["resultId"])).await.unwrap();
+            assert_eq!(report["kind"], "unchanged", "after typing {typed:?}: {report}");
+            assert_eq!(report["resultId"], first["resultId"]);
+        }
+
+        let kept = first["items"].as_array().unwrap();
+        let cul202 = kept.iter().find(|d| d["code"] == "CUL202").unwrap();
+        let request = json!({
+            "textDocument": {"uri": file},
+            "range": cul202["range"],
+            "context": {"diagnostics": [cul202], "only": ["quickfix"]}
+        });
+        let actions = client.request("textDocument/codeAction", request).await.unwrap();
+        assert_eq!(actions[0]["title"], "Move `empty_cache()` after the memory is released");
+        assert_eq!(actions[0]["edit"]["documentChanges"][0]["textDocument"]["version"], version);
+        let fixed = apply_text_edits(&text, &edits_of(&actions[0]["edit"]), PositionEncoding::Utf16);
+        assert!(fixed.starts_with("import torch # x\n"), "{fixed}");
+        assert!(fixed.contains("    del model\n    torch.cuda.empty_cache()\n"), "{fixed}");
+
+        // A new line on top moves both diagnostics: a full report, under another id.
+        version += 1;
+        let change = json!({
+            "textDocument": {"uri": file, "version": version},
+            "contentChanges": [{"range": {"start": position(0, 0), "end": position(0, 0)}, "text": "import gc\n"}]
+        });
+        client.notify("textDocument/didChange", change).await;
+        let moved = client.request("textDocument/diagnostic", pull(&first["resultId"])).await.unwrap();
+        assert_eq!(moved["kind"], "full");
+        assert_ne!(moved["resultId"], first["resultId"]);
+        let lines: Vec<&Value> =
+            moved["items"].as_array().unwrap().iter().map(|d| &d["range"]["start"]["line"]).collect();
+        assert_eq!(lines, [5, 11]);
         client.shutdown().await;
     }
 
