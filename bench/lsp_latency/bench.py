@@ -27,7 +27,9 @@ after the other bury it.
 Pulled (--pull): the client declares pull diagnostics, as VS Code does, and after each didChange
 asks for the document's diagnostics (textDocument/diagnostic) with the result id of the last
 report it got; the sample is the time from the didChange to the report. A server may answer
-"unchanged" when the user would see the same diagnostics as before.
+"unchanged" when the user would see the same diagnostics as before. With --pull-full the client
+passes no result id, so every report is full: what a keystroke that moves diagnostics costs
+(Enter, or typing before a finding on its line).
 
 Floor (replay_server.py): a server that does no work and sends the same publish as a real one
 shows what the pipe and this client's decoding alone cost on this host.
@@ -36,7 +38,7 @@ Memory: open 1,000 different training scripts, wait until each has its diagnosti
 the server's resident set size from /proc.
 
 Usage: bench.py --server "culint server" --server "ruff server" [--edits 1000] [--files 1000]
-       [--only latency|memory] [--paired] [--pull]
+       [--only latency|memory] [--paired] [--pull | --pull-full]
 Writes a JSON summary to stdout.
 """
 
@@ -232,6 +234,8 @@ class Pushed:
 class Pulled:
     """Diagnostics as the client pulls them, passing the result id of the last report."""
 
+    keeps_result_ids = True
+
     def __init__(self, connection, uri):
         self.connection, self.uri = connection, uri
         self.result_id = None
@@ -241,9 +245,15 @@ class Pulled:
         """The arrival times of the report for the document as it is now, and the report."""
         arrived, report = self.connection.pull_diagnostics(self.uri, self.result_id)
         self.unchanged += report.get("kind") == "unchanged"
-        if report.get("resultId") is not None:
+        if self.keeps_result_ids and report.get("resultId") is not None:
             self.result_id = report["resultId"]
         return arrived, report
+
+
+class PulledFull(Pulled):
+    """Diagnostics pulled without a result id: every report is a full one."""
+
+    keeps_result_ids = False
 
 
 def open_script(connection, uri, text, watch=None):
@@ -289,15 +299,16 @@ def summary(samples, received_samples, text):
     }
 
 
-def latency(commands, edit_count, pull=False):
-    """Latency of each server in `commands`: alone when there is one, in turns when there are more."""
+def latency(commands, edit_count, how=Pushed):
+    """Latency of each server in `commands`, with diagnostics got as `how` gets them: alone when
+    there is one, in turns when there are more."""
     with tempfile.TemporaryDirectory() as root:
         path = Path(root) / "train.py"
         text = training_script(10_000)
         path.write_text(text)
         uri = path.as_uri()
+        pull = how is not Pushed
         connections = [start_server(command, root, pull) for command in commands]
-        how = Pulled if pull else Pushed
         watches = [how(connection, uri) for connection in connections]
         for connection, watch in zip(connections, watches):
             open_script(connection, uri, text, watch)
@@ -318,7 +329,7 @@ def latency(commands, edit_count, pull=False):
         for connection, watch, (decoded, received) in zip(connections, watches, samples):
             result = summary(decoded, received, text)
             if pull:
-                # Reports that said "unchanged" (the first one, for the open, is counted too).
+                # Of the keystrokes' reports (the open's is full).
                 result["unchanged_reports"] = watch.unchanged
             result["rss_mb_after"] = round(connection.rss_bytes() / 2**20, 1)
             connection.close()
@@ -367,19 +378,24 @@ def main():
     parser.add_argument(
         "--paired", action="store_true", help="latency of all servers at once, each keystroke to each in turn"
     )
-    parser.add_argument("--pull", action="store_true", help="latency with diagnostics pulled, as VS Code does")
+    pulling = parser.add_mutually_exclusive_group()
+    pulling.add_argument("--pull", action="store_true", help="latency with diagnostics pulled, as VS Code does")
+    pulling.add_argument(
+        "--pull-full", action="store_true", help="latency with diagnostics pulled, every report a full one"
+    )
     args = parser.parse_args()
+    how = Pulled if args.pull else PulledFull if args.pull_full else Pushed
     if args.paired and args.only == "memory":
         parser.error("--paired measures latency; it does not go with --only memory")
     results = {command: {} for command in args.server}
     if args.paired:
         print(f"benchmarking {len(args.server)} servers in turns ...", file=sys.stderr)
-        for command, result in zip(args.server, latency(args.server, args.edits, args.pull)):
+        for command, result in zip(args.server, latency(args.server, args.edits, how)):
             results[command]["latency"] = result
     for command in args.server:
         print(f"benchmarking {command} ...", file=sys.stderr)
         if args.only != "memory" and not args.paired:
-            results[command]["latency"] = latency([command], args.edits, args.pull)[0]
+            results[command]["latency"] = latency([command], args.edits, how)[0]
         if args.only != "latency":
             results[command]["memory"] = memory(command, args.files)
         print(json.dumps(results[command]), file=sys.stderr)
