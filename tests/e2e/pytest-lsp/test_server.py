@@ -3,6 +3,7 @@ session."""
 
 import json
 
+import pytest
 from lsprotocol import types
 
 from documents import CJK_PREFIX, TRAINING_SCRIPT, URI, apply_edits, diagnostics, edits_of, units
@@ -78,6 +79,52 @@ async def test_diagnostics_follow_incremental_edits(client):
     change(client, version, (12, end_of_line), (12, end_of_line), "  # culint: ignore[CUL202]")
     items = await diagnostics(client, URI, version)
     assert [(d.code, d.range.start.line) for d in items] == [("CUL201", 9)]
+
+
+async def test_pulled_reports_stay_unchanged_while_no_finding_moves(client):
+    if not client.pull:
+        pytest.skip("this profile pushes diagnostics")
+    open_script(client)
+
+    async def pull(previous):
+        return await client.text_document_diagnostic_async(
+            types.DocumentDiagnosticParams(text_document=DOC, previous_result_id=previous)
+        )
+
+    first = await pull(None)
+    assert first.kind == "full"
+    # Type a comment at the end of the first line: every finding keeps its line and column.
+    typed, version, column = "  # 注意", 1, len("import torch")
+    for char in typed:
+        version += 1
+        change(client, version, (0, column), (0, column), char)
+        column += units(char, client.encoding)
+        report = await pull(first.result_id)
+        assert report.kind == "unchanged", f"after typing {char!r}"
+        assert report.result_id == first.result_id
+
+    # The quick fix of a finding the client kept from the first report, whose data names version
+    # 1, is built for the text as it is now.
+    cul202 = by_code(first.items, "CUL202")
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=DOC,
+            range=cul202.range,
+            context=types.CodeActionContext(diagnostics=[cul202], only=[types.CodeActionKind.QuickFix]),
+        )
+    )
+    text = TRAINING_SCRIPT.replace("import torch", "import torch" + typed, 1)
+    fixed = apply_edits(text, edits_of(actions[0].edit), client.encoding)
+    assert fixed.startswith("import torch  # 注意\n"), fixed
+    assert "    del model\n    torch.cuda.empty_cache()\n" in fixed
+
+    # A line added on top moves every finding: a full report under a new id.
+    version += 1
+    change(client, version, (0, 0), (0, 0), "import gc\n")
+    moved = await pull(first.result_id)
+    assert moved.kind == "full"
+    assert moved.result_id != first.result_id
+    assert [d.range.start.line for d in moved.items] == [5, 11, 14]
 
 
 async def test_quick_fix_and_disable_comment(client):
