@@ -13,7 +13,7 @@ use crate::diagnostic::Diagnostic;
 use crate::lint::{LintContext, StatementCache, lint, lint_again_then};
 use crate::lsp::diagnostics::{Publish, publish_frame};
 use crate::lsp::log;
-use crate::lsp::outbox::Outbox;
+use crate::lsp::outbox::{Frame, Outbox};
 use crate::lsp::position::PositionEncoding;
 use crate::lsp::session::{LintResult, Session, SharedSession, Snapshot, Stored};
 
@@ -194,6 +194,12 @@ impl ServerContext {
         self.outbox.send_now(frame);
         drop(order);
         leftovers.free_in_background();
+    }
+
+    /// Queue a response that a handler wrote itself (see `direct_answers`).
+    pub async fn answer_directly(&self, frame: Frame) {
+        self.outbox.send(frame).await;
+        crate::lsp::direct_answers::answered();
     }
 
     /// Withdraw pushed diagnostics (the document was closed), in order with pending publishes.

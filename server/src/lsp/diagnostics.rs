@@ -7,6 +7,7 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::LazyLock;
 
 use serde::Deserialize;
+use tower_lsp_server::jsonrpc::Id;
 use tower_lsp_server::ls_types::notification::{Notification, PublishDiagnostics};
 use tower_lsp_server::ls_types::{
     self as lsp, CodeDescription, DiagnosticRelatedInformation, DiagnosticTag, Location, NumberOrString, Range, Uri,
@@ -204,18 +205,42 @@ impl Publish<'_> {
     pub fn frame(&self) -> Frame {
         let mut json = JsonText::after(Frame::buffer(256 + PUBLISHED_BYTES_PER_DIAGNOSTIC * self.diagnostics.len()));
         json.raw(r#"{"jsonrpc":"2.0","method":"#).string(<PublishDiagnostics as Notification>::METHOD);
-        json.raw(r#","params":{"uri":"#).string(self.uri.as_str()).raw(r#","diagnostics":["#);
-        for (i, diagnostic) in self.diagnostics.iter().enumerate() {
-            json.raw(if i == 0 { "" } else { "," });
-            diagnostic.write(&mut json);
-        }
-        json.raw("]");
+        json.raw(r#","params":{"uri":"#).string(self.uri.as_str()).raw(r#","diagnostics":"#);
+        write_list(&mut json, &self.diagnostics);
         if let Some(version) = self.version {
             json.raw(r#","version":"#).number(version);
         }
         json.raw("}}");
         Frame::of_buffer(json.into_bytes())
     }
+}
+
+/// The response to the `textDocument/diagnostic` request `id`, as it goes over the wire: a full
+/// report of `items` under `result_id`, field for field what tower-lsp-server would write of
+/// the protocol's report (see `direct_answers` for why it does not).
+pub fn full_report_frame(id: &Id, result_id: &str, items: &[LspDiagnostic<'_>]) -> Frame {
+    let mut json = JsonText::after(Frame::buffer(128 + PUBLISHED_BYTES_PER_DIAGNOSTIC * items.len()));
+    json.raw(r#"{"jsonrpc":"2.0","result":{"kind":"full","resultId":"#).string(result_id);
+    json.raw(r#","items":"#);
+    write_list(&mut json, items);
+    json.raw(r#"},"id":"#);
+    match id {
+        Id::Number(number) => json.number(*number),
+        Id::String(string) => json.string(string),
+        Id::Null => json.raw("null"),
+    };
+    json.raw("}");
+    Frame::of_buffer(json.into_bytes())
+}
+
+/// `diagnostics` as a JSON array.
+fn write_list(json: &mut JsonText, diagnostics: &[LspDiagnostic<'_>]) {
+    json.raw("[");
+    for (i, diagnostic) in diagnostics.iter().enumerate() {
+        json.raw(if i == 0 { "" } else { "," });
+        diagnostic.write(json);
+    }
+    json.raw("]");
 }
 
 /// The frame that pushes `diagnostics`, found in `version` of the document at `uri`, to the
@@ -361,6 +386,27 @@ mod tests {
             "params": serde_json::to_value(&owned).unwrap(),
         });
         assert_eq!(published, expected, "{what}");
+
+        // A pulled full report, written directly, is what tower-lsp-server would write of the
+        // protocol's report, for either kind of request id.
+        let shown: Vec<LspDiagnostic<'_>> =
+            diagnostics.iter().map(|d| LspDiagnostic::of(d, &mapper, &uri, 7)).collect();
+        for id in [Id::Number(12), Id::String("pull-\"1\"".to_owned())] {
+            let written = body_of(full_report_frame(&id, "0123abcd", &shown).as_bytes());
+            let report = tower_lsp_server::ls_types::DocumentDiagnosticReportResult::Report(
+                tower_lsp_server::ls_types::DocumentDiagnosticReport::Full(
+                    tower_lsp_server::ls_types::RelatedFullDocumentDiagnosticReport {
+                        related_documents: None,
+                        full_document_diagnostic_report: tower_lsp_server::ls_types::FullDocumentDiagnosticReport {
+                            result_id: Some("0123abcd".to_owned()),
+                            items: diagnostics.iter().map(|d| to_lsp(d, &mapper, &uri, 7)).collect(),
+                        },
+                    },
+                ),
+            );
+            let response = tower_lsp_server::jsonrpc::Response::from_ok(id, serde_json::to_value(report).unwrap());
+            assert_eq!(written, serde_json::to_value(response).unwrap(), "{what}");
+        }
     }
 
     /// For every finding of the examples and the fixtures, and for every severity, and strings

@@ -7,6 +7,7 @@ pub mod capabilities;
 pub mod commands;
 pub mod context;
 pub mod diagnostics;
+pub mod direct_answers;
 pub mod edits;
 pub mod framing;
 pub mod handlers;

@@ -54,6 +54,12 @@ impl Outbox {
         // A closed queue means the session is over: there is no one left to tell.
         drop(self.queue.blocking_send(frame));
     }
+
+    /// Queue a frame from an async thread, waiting while the queue is full.
+    pub async fn send(&self, frame: Frame) {
+        // As in `send_now`: a closed queue means the session is over.
+        drop(self.queue.send(frame).await);
+    }
 }
 
 /// A message as it goes over the wire: its header, then its JSON body. The body is written

@@ -7,6 +7,7 @@ use tower_lsp_server::ls_types::*;
 use tower_lsp_server::{ClientSocket, LanguageServer, LspService};
 
 use crate::lsp::context::ServerContext;
+use crate::lsp::direct_answers::DirectAnswers;
 use crate::lsp::handlers;
 use crate::lsp::outbox::Outbox;
 
@@ -25,14 +26,14 @@ impl Server {
     /// The service and the socket of its `Client`, for a transport that writes to the outbox the
     /// server's own notifications go to (see `outbox`). Also hands out the context, for the
     /// session's state and for tests that call into it. Must be called inside a tokio runtime.
-    pub fn connect(outbox: Outbox) -> (LspService<Server>, ClientSocket, ServerContext) {
+    pub fn connect(outbox: Outbox) -> (DirectAnswers<LspService<Server>>, ClientSocket, ServerContext) {
         let mut context = None;
         let (service, socket) = LspService::new(|client| {
             let server = Server { context: ServerContext::new(client, outbox) };
             context = Some(server.context.clone());
             server
         });
-        (service, socket, context.expect("the service built the server"))
+        (DirectAnswers::new(service), socket, context.expect("the service built the server"))
     }
 }
 

@@ -8,7 +8,8 @@ use tower_lsp_server::ls_types::{
 };
 
 use crate::lsp::context::ServerContext;
-use crate::lsp::diagnostics::{LspDiagnostic, shown_digest};
+use crate::lsp::diagnostics::{LspDiagnostic, full_report_frame, shown_digest};
+use crate::lsp::direct_answers;
 
 /// LSP's `ServerCancelled`: the server gave up on a request; the client may ask again.
 const SERVER_CANCELLED: i64 = -32802;
@@ -27,18 +28,27 @@ pub async fn document_diagnostic(
         diagnostics.iter().map(|d| LspDiagnostic::of(d, &mapper, &uri, snapshot.version)).collect();
     let result_id = result_id(&shown);
     if params.previous_result_id.as_deref() == Some(result_id.as_str()) {
-        return Ok(DocumentDiagnosticReportResult::Report(DocumentDiagnosticReport::Unchanged(
-            RelatedUnchangedDocumentDiagnosticReport {
-                related_documents: None,
-                unchanged_document_diagnostic_report: UnchangedDocumentDiagnosticReport { result_id },
-            },
-        )));
+        return Ok(unchanged(result_id));
+    }
+    if let Some(id) = direct_answers::request_id() {
+        context.answer_directly(full_report_frame(&id, &result_id, &shown)).await;
+        // Dropped by the service (see `direct_answers`): the report is on its way.
+        return Ok(unchanged(result_id));
     }
     let items = shown.into_iter().map(LspDiagnostic::into_lsp).collect();
     Ok(DocumentDiagnosticReportResult::Report(DocumentDiagnosticReport::Full(RelatedFullDocumentDiagnosticReport {
         related_documents: None,
         full_document_diagnostic_report: FullDocumentDiagnosticReport { result_id: Some(result_id), items },
     })))
+}
+
+fn unchanged(result_id: String) -> DocumentDiagnosticReportResult {
+    DocumentDiagnosticReportResult::Report(DocumentDiagnosticReport::Unchanged(
+        RelatedUnchangedDocumentDiagnosticReport {
+            related_documents: None,
+            unchanged_document_diagnostic_report: UnchangedDocumentDiagnosticReport { result_id },
+        },
+    ))
 }
 
 /// Names what the client shows of a report, not the version of the text it came from: a
@@ -163,6 +173,22 @@ mod tests {
         let lines: Vec<&Value> =
             moved["items"].as_array().unwrap().iter().map(|d| &d["range"]["start"]["line"]).collect();
         assert_eq!(lines, [5, 11]);
+        client.shutdown().await;
+    }
+
+    /// Called outside the service that lets it answer directly (see `direct_answers`), the
+    /// handler returns its full report as the protocol's type, the same report.
+    #[tokio::test]
+    async fn the_report_is_returned_where_it_cannot_be_sent_directly() {
+        let (mut client, _, context) =
+            TestClient::start_with_context(pull_capabilities(), json!({"select": ["CUL2"]})).await;
+        let file = uri("returned.py");
+        client.open(&file, TRAINING_SCRIPT).await;
+        let sent = client.request("textDocument/diagnostic", json!({"textDocument": {"uri": file}})).await.unwrap();
+        let params = serde_json::from_value(json!({"textDocument": {"uri": file}})).unwrap();
+        let returned = super::document_diagnostic(&context, params).await.unwrap();
+        assert_eq!(serde_json::to_value(returned).unwrap(), sent);
+        assert_eq!(sent["kind"], "full");
         client.shutdown().await;
     }
 
