@@ -27,12 +27,13 @@ pub async fn code_action(context: &ServerContext, params: CodeActionParams) -> R
         params.context.diagnostics.into_iter().filter(|d| d.source.as_deref() == Some(SOURCE)).collect();
     let want_quick_fixes = requested(only, &CodeActionKind::QUICKFIX) && !ours.is_empty();
     let fix_all_kind = CodeActionKind::new(FIX_ALL_KIND);
-    let want_fix_all = match only {
+    // In the light-bulb menu (no `only`), fix-all is offered next to something fixable, which is
+    // known once the diagnostics' fixes are.
+    let may_fix_all = match only {
         Some(_) => requested(only, &fix_all_kind),
-        // In the light-bulb menu, offer fix-all only next to something fixable.
-        None => ours.iter().any(|d| data_of(d).is_some_and(|data| data.fix.is_some())),
+        None => !ours.is_empty(),
     };
-    if !want_quick_fixes && !want_fix_all {
+    if !want_quick_fixes && !may_fix_all {
         return Ok(None);
     }
 
@@ -46,14 +47,24 @@ pub async fn code_action(context: &ServerContext, params: CodeActionParams) -> R
         .text_range(params.range)
         .map_err(|e| Error::invalid_params(format!("culint: code action range: {e}")))?;
 
+    // The fixes a diagnostic's `data` holds describe the version they were found in; for any
+    // other (the client kept a report the server called unchanged, or dropped `data`), the
+    // fixes come from a lint of the current text.
+    let needs_fresh_lint =
+        want_quick_fixes && ours.iter().any(|d| data_of(d).is_none_or(|data| data.version != snapshot.version));
+    let fresh = if needs_fresh_lint {
+        context.lint_current(&uri).await?.filter(|(s, _)| s.revision == snapshot.revision).map(|(_, d)| d)
+    } else {
+        None
+    };
+    let want_fix_all = may_fix_all
+        && (only.is_some() || {
+            let mapper = snapshot.positions(encoding);
+            ours.iter().any(|d| current_fix(d, snapshot.version, &mapper, fresh.as_deref()).is_some())
+        });
+
     let mut actions = Vec::new();
     if want_quick_fixes {
-        let needs_fresh_lint = ours.iter().any(|d| data_of(d).is_none_or(|data| data.version != snapshot.version));
-        let fresh = if needs_fresh_lint {
-            context.lint_current(&uri).await?.filter(|(s, _)| s.revision == snapshot.revision).map(|(_, d)| d)
-        } else {
-            None
-        };
         let input = snapshot.clone();
         let built = context
             .blocking("code action", move || quick_fixes(&input, &ours, fresh.as_deref(), encoding, versioned))
@@ -98,7 +109,7 @@ fn quick_fixes(
     let mut disabled: Vec<(String, u32)> = Vec::new();
     for diagnostic in diagnostics {
         let Some(NumberOrString::String(code)) = &diagnostic.code else { continue };
-        let Some(fix) = fix_for(diagnostic, code, snapshot.version, &mapper, fresh) else {
+        let Some(fix) = current_fix(diagnostic, snapshot.version, &mapper, fresh) else {
             push_disable(snapshot, diagnostic, code, &mapper, version, &mut disables, &mut disabled);
             continue;
         };
@@ -120,11 +131,10 @@ fn quick_fixes(
     fixes.into_iter().map(CodeActionOrCommand::CodeAction).chain(disables).collect()
 }
 
-/// The diagnostic's fix: from its `data` when that describes the current version, else from
-/// the fresh lint result with the same code and range.
-fn fix_for(
+/// The diagnostic's fix in the document's current `version`: from its `data` when that
+/// describes this version, else from the fresh lint result with the same code and range.
+fn current_fix(
     diagnostic: &lsp::Diagnostic,
-    code: &str,
     version: i32,
     mapper: &PositionMapper<'_>,
     fresh: Option<&Vec<Diagnostic>>,
@@ -134,6 +144,7 @@ fn fix_for(
     {
         return data.fix;
     }
+    let Some(NumberOrString::String(code)) = &diagnostic.code else { return None };
     fresh?.iter().find(|d| d.code == code && mapper.range(d.range) == diagnostic.range).and_then(|d| d.fix.clone())
 }
 
@@ -182,7 +193,7 @@ mod tests {
 
 #[cfg(test)]
 mod protocol_tests {
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     use crate::lsp::position::PositionEncoding;
     use crate::lsp::testing::{
@@ -253,19 +264,26 @@ mod protocol_tests {
         client.shutdown().await;
     }
 
-    #[tokio::test]
-    async fn stale_diagnostic_data_falls_back_to_a_fresh_lint() {
+    /// A client on the training script (CUL2 rules), and the diagnostics of version 1 and of
+    /// version 2, which inserts `text` at `at`.
+    async fn edited_after_diagnostics(file: &str, at: Value, text: &str) -> (TestClient, Vec<Value>, Vec<Value>) {
         let (mut client, _) = TestClient::start(basic_capabilities(), json!({"select": ["CUL2"]})).await;
-        let file = uri("stale.py");
-        client.open(&file, TRAINING_SCRIPT).await;
-        let diagnostics = client.diagnostics(&file, 1).await;
-        // Insert a line at the top: the version-1 fix offsets are now wrong by one line.
+        client.open(file, TRAINING_SCRIPT).await;
+        let diagnostics = client.diagnostics(file, 1).await;
         let change = json!({
             "textDocument": {"uri": file, "version": 2},
-            "contentChanges": [{"range": {"start": position(0, 0), "end": position(0, 0)}, "text": "import gc\n"}]
+            "contentChanges": [{"range": {"start": at, "end": at}, "text": text}]
         });
         client.notify("textDocument/didChange", change).await;
-        let fresh = client.diagnostics(&file, 2).await;
+        let edited = client.diagnostics(file, 2).await;
+        (client, diagnostics, edited)
+    }
+
+    #[tokio::test]
+    async fn stale_diagnostic_data_falls_back_to_a_fresh_lint() {
+        let file = uri("stale.py");
+        // Insert a line at the top: the version-1 fix offsets are now wrong by one line.
+        let (mut client, diagnostics, fresh) = edited_after_diagnostics(&file, position(0, 0), "import gc\n").await;
         let mut stale = by_code(&diagnostics, "CUL202").clone();
         stale["range"] = by_code(&fresh, "CUL202")["range"].clone();
         let actions = client
@@ -278,6 +296,42 @@ mod protocol_tests {
         assert!(fixed.starts_with("import gc\nimport torch\n"), "{fixed}");
         assert!(fixed.contains("    del model\n    torch.cuda.empty_cache()\n"), "{fixed}");
         client.shutdown().await;
+    }
+
+    /// In the light-bulb menu, fix-all comes next to a finding that is fixable in the current
+    /// text, whatever the `data` of an older version the client kept says (after a pulled report
+    /// was answered "unchanged", it keeps the older one).
+    #[tokio::test]
+    async fn the_light_bulb_judges_fixability_on_the_current_text() {
+        let file = uri("bulb.py");
+        // Type at the end of the first line: the findings keep their ranges; `data` names version 1.
+        let (mut client, diagnostics, _) = edited_after_diagnostics(&file, position(0, 12), " ").await;
+
+        let mut claims_no_fix = by_code(&diagnostics, "CUL202").clone();
+        claims_no_fix["data"] = json!("[1,null]");
+        assert_eq!(
+            light_bulb(&mut client, &file, claims_no_fix).await,
+            [
+                "Move `empty_cache()` after the memory is released",
+                "Disable CUL202 for this line",
+                "culint: Fix all auto-fixable problems"
+            ]
+        );
+
+        // A finding the current text does not have (its range now points elsewhere): its kept
+        // `data` claims a fix, but nothing next to it is fixable.
+        let mut gone = by_code(&diagnostics, "CUL202").clone();
+        gone["range"] = json!({"start": position(1, 0), "end": position(1, 0)});
+        let titles = light_bulb(&mut client, &file, gone).await;
+        assert!(titles.iter().all(|t| !t.starts_with("culint: Fix all")), "{titles:?}");
+        client.shutdown().await;
+    }
+
+    /// The titles of the actions in the light-bulb menu (no `only`) next to `diagnostic`.
+    async fn light_bulb(client: &mut TestClient, file: &str, diagnostic: Value) -> Vec<String> {
+        let actions =
+            client.request("textDocument/codeAction", actions_request(file, &[diagnostic], json!(null))).await.unwrap();
+        actions.as_array().unwrap().iter().map(|a| a["title"].as_str().unwrap().to_owned()).collect()
     }
 
     #[tokio::test]
