@@ -117,10 +117,14 @@ class Connection:
         self.send({"jsonrpc": "2.0", "method": method, "params": params})
 
     def request(self, method, params):
+        return self.call(method, params)[1].get("result")
+
+    def call(self, method, params):
+        """Send a request; returns its response's arrival times and the response."""
         self.next_id += 1
         request_id = self.next_id
         self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
-        return self.wait(lambda m: m.get("id") == request_id and "method" not in m)[1].get("result")
+        return self.wait(lambda m: m.get("id") == request_id and "method" not in m)
 
     def wait(self, wanted, timeout=60):
         """The next message that `wanted` accepts, with its arrival times: (received, decoded)."""
@@ -140,11 +144,8 @@ class Connection:
 
     def pull_diagnostics(self, uri, previous_result_id):
         """Ask for the document's diagnostics; returns the report's arrival times and the report."""
-        self.next_id += 1
-        request_id = self.next_id
         params = {"textDocument": {"uri": uri}, "previousResultId": previous_result_id}
-        self.send({"jsonrpc": "2.0", "id": request_id, "method": "textDocument/diagnostic", "params": params})
-        arrived, message = self.wait(lambda m: m.get("id") == request_id and "method" not in m)
+        arrived, message = self.call("textDocument/diagnostic", params)
         if "result" not in message:
             raise RuntimeError(f"textDocument/diagnostic failed: {message.get('error')}")
         return arrived, message["result"]
