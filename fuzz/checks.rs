@@ -10,7 +10,6 @@ use culint::hardware::HardwareFacts;
 use culint::lint::{LintContext, LintSettings, StatementCache, fix_text, lint, lint_again, lint_text};
 use culint::parse::{error_count, parse};
 use culint::text::{TextRange, floor_char_boundary};
-use culint::tree_reuse::settled;
 
 /// Lint `text` with every rule on (hardware facts and syntax errors included): nothing may panic,
 /// and every diagnostic range must lie on the text's char boundaries.
@@ -82,16 +81,9 @@ fn plain(diagnostics: Vec<culint::diagnostic::Diagnostic>) -> Vec<String> {
 /// unchanged top-level statements, must report exactly what a fresh lint reports.
 fn check_cached_lint(document: &mut Document, cache: &StatementCache) {
     let settings = every_rule();
-    let tree = match document.cached_tree() {
-        Some(tree) => tree.clone(),
-        // A buffer that gave its tree up: as the server's lint does, parse and settle it, then
-        // hand it back to the buffer, whose next edit reparses it incrementally.
-        None => {
-            let tree = settled(document.text(), parse(document.text(), None));
-            document.keep_tree(&tree);
-            tree
-        }
-    };
+    // A buffer that gave its tree up is parsed and settled as the server's lint does, and
+    // keeps the tree for its next edit's incremental reparse.
+    let tree = document.settled_tree();
     let text = document.shared_text();
     // As the server lints a buffer: its rules judged while it was reparsed, and what the lint
     // let go of swept once its diagnostics are out.

@@ -26,7 +26,6 @@ use culint::lsp::session::OpenDocument;
 use culint::parse::parse;
 use culint::project::ProjectIndex;
 use culint::text::TextRange;
-use culint::tree_reuse::settled;
 use tower_lsp_server::ls_types::Uri;
 
 /// One keystroke: a byte range of the text as it is before the keystroke, and what replaces it.
@@ -132,11 +131,11 @@ fn main() {
     // As the server opens a buffer: its first lint parses the text, settles the tree, lints it
     // through the buffer's own cache (where the reparse judges the rules ahead) and hands the
     // tree to the buffer.
-    let mut buffer = OpenDocument::new(Document::unparsed(&text, 1), None);
+    let mut document = Document::unparsed(&text, 1);
+    let opened = document.settled_tree();
+    let mut buffer = OpenDocument::new(document, None);
     let cache = Arc::clone(buffer.statement_cache());
-    let opened = settled(&text, parse(&text, None));
     let opening = lint_again(&text, &opened, context, &settings, &cache);
-    buffer.keep_tree(&opened);
     println!("{path}: {} lines, {} diagnostics when opened", text.lines().count(), opening.len());
 
     let (mut edit, mut linting, mut framing, mut total) =

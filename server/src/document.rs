@@ -12,6 +12,7 @@ use tree_sitter::{InputEdit, Point, Tree};
 
 use crate::parse::parse;
 use crate::text::TextRange;
+use crate::tree_reuse::settled;
 
 /// A buffer's text, shared with lint snapshots and the project index rather than copied. A
 /// `String` behind the `Arc`, not a `str`: an `Arc<str>` is made by copying the text once more
@@ -76,6 +77,18 @@ impl Document {
     pub fn take_tree(&mut self) -> Option<Tree> {
         self.reparse_pending = false;
         self.tree.take()
+    }
+
+    /// The tree a lint of this buffer works on, as the language server's first lint of a buffer
+    /// makes it: the buffer's own when it holds one, else the text parsed and settled (see
+    /// [`settled`]), which the buffer then keeps for its next reparse.
+    pub fn settled_tree(&mut self) -> Tree {
+        if let Some(tree) = self.cached_tree() {
+            return tree.clone();
+        }
+        let tree = settled(self.text(), parse(self.text(), None));
+        self.keep_tree(&tree);
+        tree
     }
 
     /// Take a tree of the current text that was parsed elsewhere (by a lint, off the session's

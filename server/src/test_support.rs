@@ -3,14 +3,12 @@
 use std::path::{Path, PathBuf};
 
 use crate::document::Document;
-use crate::parse::parse;
-use crate::tree_reuse::settled;
 
 /// A buffer as the language server holds one that is being edited: its first lint parsed it and
-/// settled the tree (see [`settled`]), so the next reparse shares its statements.
+/// settled the tree ([`Document::settled_tree`]), so the next reparse shares its statements.
 pub fn edited_buffer(text: &str) -> Document {
     let mut document = Document::unparsed(text, 1);
-    document.keep_tree(&settled(text, parse(text, None)));
+    document.settled_tree();
     document
 }
 
