@@ -74,6 +74,11 @@ PULL_CAPABILITIES = {
 }
 
 
+def frame(body):
+    """An LSP message as it goes over the wire: its header, then `body`."""
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
 def read_body(stream):
     """The body of the next LSP message on `stream`, or None at its end."""
     length = None
@@ -110,7 +115,7 @@ class Connection:
 
     def send(self, message):
         body = json.dumps(message).encode()
-        self.process.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.process.stdin.write(frame(body))
         self.process.stdin.flush()
 
     def notify(self, method, params):

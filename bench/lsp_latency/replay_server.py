@@ -18,13 +18,9 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench import open_script, read_body, start_server  # noqa: E402
+from bench import frame, open_script, read_body, start_server  # noqa: E402
 
 VERSION_MARK = '"version":-1'
-
-
-def frame(body):
-    return b"Content-Length: %d\r\n\r\n" % len(body) + body
 
 
 def encode(message):
