@@ -11,6 +11,7 @@ use ropey::Rope;
 use tree_sitter::{InputEdit, Point, Tree};
 
 use crate::parse::parse;
+use crate::reparse_span::span_to_reparse;
 use crate::text::TextRange;
 use crate::tree_reuse::settled;
 
@@ -120,23 +121,27 @@ impl Document {
     pub fn edit_text(&mut self, range: TextRange, new_text: &str) {
         let start_char = self.rope.byte_to_char(range.start);
         let end_char = self.rope.byte_to_char(range.end);
-        let start_position = self.point(range.start);
-        let old_end_position = self.point(range.end);
+        // What the tree is told changed: `range`, or more of the unchanged text around it where
+        // that keeps the reparse from parsing the rest of the file anew (see `reparse_span`).
+        let told = self.tree.as_ref().map(|tree| span_to_reparse(&self.text, tree, range, new_text));
+        let told_positions = told.map(|told| (told, self.point(told.start), self.point(told.end)));
 
         self.rope.remove(start_char..end_char);
         self.rope.insert(start_char, new_text);
 
-        let new_end_byte = range.start + new_text.len();
-        let edit = InputEdit {
-            start_byte: range.start,
-            old_end_byte: range.end,
-            new_end_byte,
-            start_position,
-            old_end_position,
-            new_end_position: self.point(new_end_byte),
-        };
-        if let Some(tree) = &mut self.tree {
-            tree.edit(&edit);
+        if let Some((told, start_position, old_end_position)) = told_positions {
+            let new_end_byte = range.start + new_text.len() + (told.end - range.end);
+            let edit = InputEdit {
+                start_byte: told.start,
+                old_end_byte: told.end,
+                new_end_byte,
+                start_position,
+                old_end_position,
+                new_end_position: self.point(new_end_byte),
+            };
+            if let Some(tree) = &mut self.tree {
+                tree.edit(&edit);
+            }
         }
         // The new text spliced from the old, which the rope holds too: collecting the rope's
         // chunks goes through `Display`, a formatter call per chunk, several times the copy.

@@ -20,6 +20,7 @@ pub mod parse;
 pub mod prefilter;
 pub mod probe;
 pub mod project;
+pub mod reparse_span;
 pub mod rule_counts;
 pub mod rules;
 pub mod semantic;

@@ -266,7 +266,7 @@ pub fn settled(text: &str, tree: Tree) -> Tree {
 }
 
 /// How many top-level statements of `new` hold a subtree that no statement of `old` holds.
-fn statements_not_shared(old: &Tree, new: &Tree) -> usize {
+pub(crate) fn statements_not_shared(old: &Tree, new: &Tree) -> usize {
     let subtrees = |tree: &Tree| {
         let root = tree.root_node();
         let mut cursor = root.walk();
