@@ -31,6 +31,12 @@ report it got; the sample is the time from the didChange to the report. A server
 passes no result id, so every report is full: what a keystroke that moves diagnostics costs
 (Enter, or typing before a finding on its line).
 
+Where (--anywhere): the edits type at the ends of training-loop lines, which leave the
+indentation of the lines around them alone. With --anywhere they type at the end of any line
+outside strings and comments, blank lines included: a function's header, the last line of a
+block before a dedent, the blank line between two functions. There a keystroke touches an
+INDENT or DEDENT, which a server reparsing incrementally with tree-sitter must take care of.
+
 Floor (replay_server.py): a server that does no work and sends the same publish as a real one
 shows what the pipe and this client's decoding alone cost on this host.
 
@@ -201,11 +207,20 @@ def start_server(command, root, pull=False):
     return connection
 
 
-def edits(text, count):
+LOOP_LINES = ("loss = ", "running += ", "logits = ")
+
+
+def edits(text, count, anywhere=False):
     """Single-character edits: type a comment or a code fragment at the end of a line in a
-    training loop, then delete it again, cycling over lines through the whole file."""
+    training loop, then delete it again, cycling over lines through the whole file. With
+    `anywhere`, at the end of any line outside strings and comments, blank lines included: a
+    function's header, a block's last line before a dedent, the blank line between two functions
+    (keystroke.rs's `--anywhere` makes the same keystrokes)."""
     lines = text.split("\n")
-    targets = [i for i, line in enumerate(lines) if line.strip().startswith(("loss = ", "running += ", "logits = "))]
+    if anywhere:
+        targets = [i for i, line in enumerate(lines[:-1]) if not any(c in line for c in "\"'#")]
+    else:
+        targets = [i for i, line in enumerate(lines) if line.strip().startswith(LOOP_LINES)]
     fragments = ["  # warm up", " * 2"]
     produced = []
     cycle = 0
@@ -305,7 +320,7 @@ def summary(samples, received_samples, text):
     }
 
 
-def latency(commands, edit_count, how=Pushed):
+def latency(commands, edit_count, how=Pushed, anywhere=False):
     """Latency of each server in `commands`, with diagnostics got as `how` gets them: alone when
     there is one, in turns when there are more."""
     with tempfile.TemporaryDirectory() as root:
@@ -322,7 +337,7 @@ def latency(commands, edit_count, how=Pushed):
         gc.collect()
         gc.disable()
         try:
-            for version, edit in enumerate(edits(text, edit_count), start=2):
+            for version, edit in enumerate(edits(text, edit_count, anywhere), start=2):
                 turns = list(enumerate(connections))
                 first = version % len(turns)
                 for i, connection in turns[first:] + turns[:first]:
@@ -389,6 +404,9 @@ def main():
     pulling.add_argument(
         "--pull-full", action="store_true", help="latency with diagnostics pulled, every report a full one"
     )
+    parser.add_argument(
+        "--anywhere", action="store_true", help="type at the end of any line of code, not only in training loops"
+    )
     args = parser.parse_args()
     how = Pulled if args.pull else PulledFull if args.pull_full else Pushed
     if args.paired and args.only == "memory":
@@ -396,12 +414,12 @@ def main():
     results = {command: {} for command in args.server}
     if args.paired:
         print(f"benchmarking {len(args.server)} servers in turns ...", file=sys.stderr)
-        for command, result in zip(args.server, latency(args.server, args.edits, how)):
+        for command, result in zip(args.server, latency(args.server, args.edits, how, args.anywhere)):
             results[command]["latency"] = result
     for command in args.server:
         print(f"benchmarking {command} ...", file=sys.stderr)
         if args.only != "memory" and not args.paired:
-            results[command]["latency"] = latency([command], args.edits, how)[0]
+            results[command]["latency"] = latency([command], args.edits, how, args.anywhere)[0]
         if args.only != "latency":
             results[command]["memory"] = memory(command, args.files)
         print(json.dumps(results[command]), file=sys.stderr)

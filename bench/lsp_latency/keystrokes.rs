@@ -5,9 +5,10 @@
 //!
 //! Usage:
 //!   python3 bench/lsp_latency/corpus.py 10000 > /tmp/train.py
-//!   cargo run --release --example keystrokes -- /tmp/train.py [--edits N] [--idle MS] [--verify]
+//!   cargo run --release --example keystrokes -- /tmp/train.py [--edits N] [--idle MS] [--anywhere] [--verify]
 //!
-//! `--verify` also lints each keystroke's text from scratch and stops at the first difference
+//! `--anywhere` types where `bench.py --anywhere` does: at the end of any line outside strings and
+//! comments, not only in training loops. `--verify` also lints each keystroke's text from scratch and stops at the first difference
 //! from the incremental lint. `--idle MS` sleeps that long before each keystroke, as the server
 //! waits while its client decodes a publish and types the next key: back to back, a keystroke
 //! runs on warm caches and cores that a server rarely has (BENCHMARKS.md). Instruction counts: run `target/release/examples/keystrokes` under
@@ -34,15 +35,18 @@ struct Keystroke {
     text: &'static str,
 }
 
-/// The keystrokes of `bench.py`'s `edits()`: type a comment or ` * 2` at the end of a loss line,
+/// The keystrokes of `bench.py`'s `edits()`: type a comment or ` * 2` at the end of a loss line
+/// (with `anywhere`, at the end of any line outside strings and comments, blank lines included),
 /// then delete it again, cycling over such lines through the file. Each cycle leaves the text as
 /// it found it, so offsets into the original text stay right.
-fn keystrokes(text: &str, count: usize) -> Vec<Keystroke> {
+fn keystrokes(text: &str, count: usize, anywhere: bool) -> Vec<Keystroke> {
     let mut line_starts = vec![0];
     line_starts.extend(text.match_indices('\n').map(|(at, _)| at + 1));
     let lines: Vec<&str> = text.split('\n').collect();
-    let targets: Vec<usize> = (0..lines.len())
-        .filter(|&i| ["loss = ", "running += ", "logits = "].iter().any(|p| lines[i].trim().starts_with(p)))
+    let in_a_loop = |line: &str| ["loss = ", "running += ", "logits = "].iter().any(|p| line.trim().starts_with(p));
+    let outside_strings_and_comments = |line: &str| !line.contains(['"', '\'', '#']);
+    let targets: Vec<usize> = (0..lines.len() - 1)
+        .filter(|&i| if anywhere { outside_strings_and_comments(lines[i]) } else { in_a_loop(lines[i]) })
         .collect();
     if targets.is_empty() {
         eprintln!("keystrokes: the script has no `loss = `, `running += ` or `logits = ` lines to type at");
@@ -89,6 +93,7 @@ fn main() {
     let mut path = None;
     let mut count = 1000;
     let mut verify = false;
+    let mut anywhere = false;
     let mut idle = Duration::ZERO;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -100,6 +105,7 @@ fn main() {
                 })
             }
             "--verify" => verify = true,
+            "--anywhere" => anywhere = true,
             "--idle" => {
                 let millis = args.next().and_then(|n| n.parse::<f64>().ok()).filter(|n| *n >= 0.0 && n.is_finite());
                 idle = Duration::from_secs_f64(
@@ -114,7 +120,7 @@ fn main() {
     }
     let Some(path) = path else {
         eprintln!(
-            "usage: keystrokes SCRIPT [--edits N] [--idle MS] [--verify] (see the top of bench/lsp_latency/keystrokes.rs)"
+            "usage: keystrokes SCRIPT [--edits N] [--idle MS] [--anywhere] [--verify] (see the top of bench/lsp_latency/keystrokes.rs)"
         );
         std::process::exit(2);
     };
@@ -141,7 +147,7 @@ fn main() {
     let (mut edit, mut linting, mut framing, mut total) =
         (Phase::default(), Phase::default(), Phase::default(), Phase::default());
     let mut published_bytes = 0;
-    for (n, keystroke) in keystrokes(&text, count).iter().enumerate() {
+    for (n, keystroke) in keystrokes(&text, count, anywhere).iter().enumerate() {
         let version = n as i32 + 2;
         if !idle.is_zero() {
             std::thread::sleep(idle);
