@@ -123,13 +123,15 @@ impl Document {
         let end_char = self.rope.byte_to_char(range.end);
         // What the tree is told changed: `range`, or more of the unchanged text around it where
         // that keeps the reparse from parsing the rest of the file anew (see `reparse_span`).
-        let told = self.tree.as_ref().map(|tree| span_to_reparse(&self.text, tree, range, new_text));
-        let told_positions = told.map(|told| (told, self.point(told.start), self.point(told.end)));
+        let told = self.tree.as_ref().map(|tree| {
+            let told = span_to_reparse(&self.text, tree, range, new_text);
+            (told, self.point(told.start), self.point(told.end))
+        });
 
         self.rope.remove(start_char..end_char);
         self.rope.insert(start_char, new_text);
 
-        if let Some((told, start_position, old_end_position)) = told_positions {
+        if let Some((told, start_position, old_end_position)) = told {
             let new_end_byte = range.start + new_text.len() + (told.end - range.end);
             let edit = InputEdit {
                 start_byte: told.start,

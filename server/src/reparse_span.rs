@@ -241,6 +241,28 @@ class Block{n}(torch.nn.Module):
         }
     }
 
+    /// At every byte of a script: typing any of a few characters, and deleting the character
+    /// there, through [`crate::document::Document`] as the server edits a buffer. The reparsed
+    /// tree is the tree of a fresh parse.
+    #[test]
+    fn every_keystroke_anywhere_reparses_to_a_fresh_parse() {
+        let text: String = script().lines().take(40).map(|line| format!("{line}\n")).collect();
+        for at in (0..=text.len()).filter(|&at| text.is_char_boundary(at)) {
+            let deleting = (at < text.len()).then(|| (TextRange::new(at, at + 1), ""));
+            let typing = ["#", " ", "x", "\n", ":", "("].map(|typed| (TextRange::empty(at), typed));
+            for (range, inserted) in typing.into_iter().chain(deleting) {
+                let mut document = crate::document::Document::new(&text, 1);
+                document.edit(range, inserted);
+                let fresh = parse(document.text(), None);
+                assert_eq!(
+                    document.tree().root_node().to_sexp(),
+                    fresh.root_node().to_sexp(),
+                    "{range:?} {inserted:?}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn an_edit_inside_a_line_is_told_as_it_is() {
         let text = "x = torch.ones(3)\ny = x\n";
