@@ -247,11 +247,24 @@ class Block{n}(torch.nn.Module):
     #[test]
     fn every_keystroke_anywhere_reparses_to_a_fresh_parse() {
         let text: String = script().lines().take(40).map(|line| format!("{line}\n")).collect();
+        assert_every_keystroke_reparses_to_a_fresh_parse(&text);
+    }
+
+    /// The same with CRLF line ends, a tab-indented block, and non-ASCII text in a comment and a
+    /// string.
+    #[test]
+    fn every_keystroke_in_crlf_tabs_and_non_ascii_text_reparses_to_a_fresh_parse() {
+        let text = "import torch\r\n\r\ndef f(x):\r\n\t# 显存 😀\r\n\ty = \"é 😀\"\r\n\treturn y\r\n\r\n\r\nclass A:\r\n    def g(self):\r\n        return 1\r\n";
+        assert_every_keystroke_reparses_to_a_fresh_parse(text);
+    }
+
+    fn assert_every_keystroke_reparses_to_a_fresh_parse(text: &str) {
         for at in (0..=text.len()).filter(|&at| text.is_char_boundary(at)) {
-            let deleting = (at < text.len()).then(|| (TextRange::new(at, at + 1), ""));
+            let next_char = text[at..].chars().next().map_or(0, char::len_utf8);
+            let deleting = (at < text.len()).then(|| (TextRange::new(at, at + next_char), ""));
             let typing = ["#", " ", "x", "\n", ":", "("].map(|typed| (TextRange::empty(at), typed));
             for (range, inserted) in typing.into_iter().chain(deleting) {
-                let mut document = crate::document::Document::new(&text, 1);
+                let mut document = crate::document::Document::new(text, 1);
                 document.edit(range, inserted);
                 let fresh = parse(document.text(), None);
                 assert_eq!(
