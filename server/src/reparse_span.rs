@@ -1,11 +1,11 @@
 //! The span of old text that an incremental reparse is told an edit replaced.
 //!
-//! Tree-sitter (0.27) reuses the old tree's subtrees after an edit only where the external scanner's
-//! state before a subtree matches the state the new parse has reached. Python's indentation is
-//! such state: an INDENT or DEDENT token is zero bytes wide and sits at the end of the line
-//! before the indentation changes. An edit that touches one (typing at the end of a line whose
-//! next line is indented differently, or on a blank line before a dedent) marks it changed, and
-//! the reparse then meets the subtree that follows it at the same byte before it has lexed the
+//! Tree-sitter (0.27) reuses the old tree's subtrees after an edit only where the external
+//! scanner's state before a subtree matches the state the new parse has reached. Python's
+//! indentation is such state: an INDENT or DEDENT token is zero bytes wide and sits at the end of
+//! the line before the indentation changes. An edit that touches one (typing at the end of a line
+//! whose next line is indented differently, or on a blank line before a dedent) marks it changed,
+//! and the reparse then meets the subtree that follows it at the same byte before it has lexed the
 //! new INDENT or DEDENT: the states differ, and the old subtree is passed over whole, not looked
 //! into. Past the end of the edited block the same happens at every statement that follows a
 //! dedent, so in a script of functions and classes the rest of the file is parsed from scratch:
