@@ -16,8 +16,9 @@
 //! loop kinds stand while what classifying them read does and the imports are the same.
 //! - **Where the findings lie**: a finding is kept only when its range, its related ranges and
 //!   its fix's edits all lie on the statement's own lines, and the rest of its last line is the
-//!   same text. Fixes read and write whole lines, so no statement may share a line with another
-//!   (a trailing comment may).
+//!   same text. Fixes read and write whole lines, so a statement that does not start a line (one
+//!   after another on the same line, or one that a syntax error left mid-line) keeps nothing;
+//!   the others keep theirs.
 //!
 //! A statement with a syntax error keeps no findings: what the parser makes of broken text
 //! depends on what surrounds it (the queries of [`crate::candidates`] keep nothing of it either;
@@ -137,7 +138,7 @@ impl CheckCache {
         let mut recall = self.statements.open(tree)?;
         let facts = FileFacts::of(model, context, settings);
         let previous = self.facts.lock().unwrap_or_else(PoisonError::into_inner).take();
-        let reusable = previous.as_ref() == Some(&facts) && facts.keeps_statements();
+        let reusable = previous.as_ref() == Some(&facts);
         let Recalled { kept: recalled, keys, changed } = recall_statements(&mut recall, model, |kept| &kept.keys);
         Some(CheckSession { cache: self, recall, keys, kept: KeptChecks { facts, reusable, changed, recalled } })
     }
@@ -235,7 +236,7 @@ impl KeptChecks {
         statement: Node<'_>,
         found: &mut Vec<Diagnostic>,
     ) -> Option<Arc<RuleFindings>> {
-        if !self.reusable || !rule.cached_per_statement {
+        if !self.reusable || !rule.cached_per_statement || !starts_a_line(model.text, statement) {
             return None;
         }
         let kept = self.recalled.get(index)?.as_ref()?;
@@ -260,7 +261,7 @@ impl KeptChecks {
         diagnostics: &[Diagnostic],
         reads: Reads,
     ) -> Option<Arc<RuleFindings>> {
-        if !rule.cached_per_statement || reads.whole_file() || !self.facts.keeps_statements() {
+        if !rule.cached_per_statement || reads.whole_file() || !starts_a_line(model.text, statement) {
             return None;
         }
         let start = statement.start_byte();
@@ -350,8 +351,6 @@ fn moved(diagnostic: &Diagnostic, map: impl Fn(usize) -> usize) -> Diagnostic {
 struct FileFacts {
     settings: LintSettings,
     path: Option<PathBuf>,
-    /// Every statement starts a line of its own and ends before the next starts.
-    own_lines: bool,
     line_ending: &'static str,
     mentions_cuda: bool,
     imports: Vec<ImportText>,
@@ -367,18 +366,12 @@ impl FileFacts {
         Self {
             settings: settings.clone(),
             path: context.path.map(ToOwned::to_owned),
-            own_lines: statements_own_their_lines(text, model.top_level()),
             line_ending: line_ending(text),
             mentions_cuda: model.mentions_cuda,
             imports,
             frameworks: model.frameworks().clone(),
             loop_kinds: model.loops().iter().map(|l| l.kind).collect(),
         }
-    }
-
-    /// Whether findings in this file may be kept statement by statement.
-    fn keeps_statements(&self) -> bool {
-        self.own_lines
     }
 }
 
@@ -391,19 +384,11 @@ fn import_texts(model: &Model<'_>) -> Vec<ImportText> {
     model.imports.statements.iter().map(|s| (text[s.range.start_byte..s.range.end_byte].into(), s.top_level)).collect()
 }
 
-/// Whether every top-level statement starts at a line's start and ends on a line before the next
-/// statement starts; comments may share a statement's line.
-fn statements_own_their_lines(text: &str, top_level: &[Node<'_>]) -> bool {
-    let mut last_row = None;
-    for node in top_level.iter().filter(|n| !crate::grammar_ids::COMMENT.contains(**n)) {
-        let start = node.start_position();
-        let line_start = start.column == 0 || (start.row == 0 && text.starts_with('\u{feff}') && start.column == 3);
-        if !line_start || last_row.is_some_and(|row| row >= start.row) {
-            return false;
-        }
-        last_row = Some(node.end_position().row);
-    }
-    true
+/// Whether a top-level statement starts at a line's start (after the byte-order mark on the
+/// first line).
+fn starts_a_line(text: &str, statement: Node<'_>) -> bool {
+    let start = statement.start_position();
+    start.column == 0 || (start.row == 0 && text.starts_with('\u{feff}') && start.column == 3)
 }
 
 #[cfg(test)]
@@ -623,7 +608,22 @@ def helper(model, batch, optimizer):
     /// The tests above would pass with findings that are never kept; this one fails then.
     #[test]
     fn findings_of_unchanged_statements_are_kept() {
-        let text = include_str!("../../examples/train_resnet.py");
+        assert_findings_of_unchanged_statements_are_kept(include_str!("../../examples/train_resnet.py"));
+    }
+
+    /// Two statements that share a line keep nothing, and take nothing from the others: a
+    /// keystroke that leaves a syntax error often starts a statement mid-line.
+    #[test]
+    fn statements_sharing_a_line_leave_the_others_their_findings() {
+        let text = format!("{}x = 1; y = 2\n", include_str!("../../examples/train_resnet.py"));
+        assert_findings_of_unchanged_statements_are_kept(&text);
+        let shared = "model = Net().cuda(); print('x')\n";
+        let text = format!("{}{shared}", include_str!("../../examples/train_resnet.py"));
+        let (_, fresh, kept) = edit_and_relint(&text, "print('x')", "model.half()");
+        assert_eq!(kept, fresh);
+    }
+
+    fn assert_findings_of_unchanged_statements_are_kept(text: &str) {
         let settings = LintSettings::default();
         let cache = StatementCache::default();
         let mut document = crate::test_support::edited_buffer(text);
