@@ -26,6 +26,7 @@
 
 use tree_sitter::Tree;
 
+use crate::prefilter::line_start;
 use crate::text::TextRange;
 
 /// The old text's bytes to describe to tree-sitter as replaced when `range` of `text` is
@@ -49,7 +50,7 @@ pub fn span_to_reparse(text: &str, tree: &Tree, range: TextRange, inserted: &str
     // line of code after that.
     let lines_after = lines_of_code(bytes, line_end(bytes, range.end));
     let mut deepest_allowed =
-        indentation(bytes, line_start(bytes, start)).min(indentation(bytes, line_start(bytes, range.end)));
+        indentation(bytes, line_start(text, start)).min(indentation(bytes, line_start(text, range.end)));
     let mut code = bytes.len();
     for (n, (line, indent)) in lines_after.enumerate() {
         if n == 0 {
@@ -62,8 +63,12 @@ pub fn span_to_reparse(text: &str, tree: &Tree, range: TextRange, inserted: &str
     }
     // A statement the last keystroke left with a syntax error was parsed with its blocks out of
     // line with its indentation: all of it is parsed again.
-    let statement = tree.root_node().first_child_for_byte(range.end.saturating_sub(1));
-    if let Some(statement) = statement.filter(|s| s.start_byte() <= range.end && s.has_error() && s.end_byte() > code) {
+    let root = tree.root_node();
+    if root.has_error()
+        && let Some(statement) = root
+            .first_child_for_byte(range.end.saturating_sub(1))
+            .filter(|s| s.start_byte() <= range.end && s.has_error() && s.end_byte() > code)
+    {
         code = run_of_space_after(bytes, statement.end_byte());
     }
     TextRange::new(start.min(range.start), next_char_end(text, code).max(range.end))
@@ -81,10 +86,6 @@ fn run_of_space_after(bytes: &[u8], from: usize) -> usize {
 /// The start of the run of blank space that ends at `to`.
 fn run_of_space_before(bytes: &[u8], to: usize) -> usize {
     to - bytes[..to].iter().rev().take_while(|&&b| is_space(b)).count()
-}
-
-fn line_start(bytes: &[u8], at: usize) -> usize {
-    memchr::memrchr(b'\n', &bytes[..at]).map_or(0, |newline| newline + 1)
 }
 
 /// The byte after the line break that ends the line holding `at` (the text's length if none).
