@@ -6,12 +6,16 @@
 //! Usage:
 //!   python3 bench/lsp_latency/corpus.py 10000 > /tmp/train.py
 //!   cargo run --release --example keystrokes -- /tmp/train.py [--edits N] [--idle MS] [--anywhere] [--verify]
+//!   cargo run --release --example keystrokes -- /tmp/train.py --sweep STEP
 //!
 //! `--anywhere` types where `bench.py --anywhere` does: at the end of any line outside strings and
 //! comments, not only in training loops. `--verify` also lints each keystroke's text from scratch and stops at the first difference
 //! from the incremental lint. `--idle MS` sleeps that long before each keystroke, as the server
 //! waits while its client decodes a publish and types the next key: back to back, a keystroke
-//! runs on warm caches and cores that a server rarely has (BENCHMARKS.md). Instruction counts: run `target/release/examples/keystrokes` under
+//! runs on warm caches and cores that a server rarely has (BENCHMARKS.md). `--sweep STEP` types
+//! both fragments at every STEP-th line outside strings and comments, over the whole file, and
+//! times only the edit and reparse: the rare keystroke whose reparse goes wrong shows there, where
+//! a sample of a thousand may miss it. Instruction counts: run `target/release/examples/keystrokes` under
 //! `valgrind --tool=callgrind` with `--edits 20` and `--edits 60` and divide the difference by
 //! 40, which leaves out the opening lint.
 
@@ -39,25 +43,34 @@ struct Keystroke {
 /// (with `anywhere`, at the end of any line outside strings and comments, blank lines included),
 /// then delete it again, cycling over such lines through the file. Each cycle leaves the text as
 /// it found it, so offsets into the original text stay right.
-fn keystrokes(text: &str, count: usize, anywhere: bool) -> Vec<Keystroke> {
+/// With `sweep`, every `sweep`-th line outside strings and comments instead, once, with each
+/// fragment: a run over the whole file rather than a sample of it.
+fn keystrokes(text: &str, count: usize, anywhere: bool, sweep: Option<usize>) -> Vec<Keystroke> {
     let mut line_starts = vec![0];
     line_starts.extend(text.match_indices('\n').map(|(at, _)| at + 1));
     let lines: Vec<&str> = text.split('\n').collect();
     let in_a_loop = |line: &str| ["loss = ", "running += ", "logits = "].iter().any(|p| line.trim().starts_with(p));
     let outside_strings_and_comments = |line: &str| !line.contains(['"', '\'', '#']);
-    let targets: Vec<usize> = (0..lines.len() - 1)
-        .filter(|&i| if anywhere { outside_strings_and_comments(lines[i]) } else { in_a_loop(lines[i]) })
-        .collect();
+    let targets: Vec<usize> =
+        (0..lines.len() - 1)
+            .filter(|&i| {
+                if anywhere || sweep.is_some() { outside_strings_and_comments(lines[i]) } else { in_a_loop(lines[i]) }
+            })
+            .collect();
     if targets.is_empty() {
         eprintln!("keystrokes: the script has no `loss = `, `running += ` or `logits = ` lines to type at");
         std::process::exit(2);
     }
     let fragments = ["  # warm up", " * 2"];
+    // Where to type what: each line once with each fragment, or cycling over them.
+    let places: Vec<(usize, &str)> = match sweep {
+        Some(step) => targets.iter().step_by(step).flat_map(|&line| fragments.map(|f| (line, f))).collect(),
+        None => (0..count.div_ceil(8))
+            .map(|cycle| (targets[(cycle * 97) % targets.len()], fragments[cycle % fragments.len()]))
+            .collect(),
+    };
     let mut produced = Vec::with_capacity(count + 16);
-    let mut cycle = 0;
-    while produced.len() < count {
-        let line = targets[(cycle * 97) % targets.len()];
-        let fragment = fragments[cycle % fragments.len()];
+    for (line, fragment) in places {
         let end_of_line = line_starts[line] + lines[line].len();
         for i in 0..fragment.len() {
             produced.push(Keystroke { range: TextRange::empty(end_of_line + i), text: &fragment[i..=i] });
@@ -65,9 +78,10 @@ fn keystrokes(text: &str, count: usize, anywhere: bool) -> Vec<Keystroke> {
         for i in (0..fragment.len()).rev() {
             produced.push(Keystroke { range: TextRange::new(end_of_line + i, end_of_line + i + 1), text: "" });
         }
-        cycle += 1;
     }
-    produced.truncate(count);
+    if sweep.is_none() {
+        produced.truncate(count);
+    }
     produced
 }
 
@@ -87,6 +101,13 @@ impl Phase {
         let (p50, p90, p99) = (self.percentile(0.5), self.percentile(0.9), self.percentile(0.99));
         println!("{name:<32} p50 {p50:7.2} ms   p90 {p90:7.2} ms   p99 {p99:7.2} ms");
     }
+
+    /// The rarest and slowest samples, which a sweep over a whole file is for.
+    fn report_tail(&self) {
+        let (p999, max) = (self.percentile(0.999), self.percentile(1.0));
+        let over = self.0.iter().filter(|t| t.as_secs_f64() > 5e-3).count();
+        println!("{:<32} p99.9 {p999:5.2} ms   max {max:7.2} ms   {over} of {} over 5 ms", "", self.0.len());
+    }
 }
 
 fn main() {
@@ -94,6 +115,7 @@ fn main() {
     let mut count = 1000;
     let mut verify = false;
     let mut anywhere = false;
+    let mut sweep = None;
     let mut idle = Duration::ZERO;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -106,6 +128,12 @@ fn main() {
             }
             "--verify" => verify = true,
             "--anywhere" => anywhere = true,
+            "--sweep" => {
+                sweep = Some(args.next().and_then(|n| n.parse().ok()).filter(|n| *n > 0).unwrap_or_else(|| {
+                    eprintln!("--sweep takes a positive number of lines");
+                    std::process::exit(2)
+                }))
+            }
             "--idle" => {
                 let millis = args.next().and_then(|n| n.parse::<f64>().ok()).filter(|n| *n >= 0.0 && n.is_finite());
                 idle = Duration::from_secs_f64(
@@ -120,7 +148,7 @@ fn main() {
     }
     let Some(path) = path else {
         eprintln!(
-            "usage: keystrokes SCRIPT [--edits N] [--idle MS] [--anywhere] [--verify] (see the top of bench/lsp_latency/keystrokes.rs)"
+            "usage: keystrokes SCRIPT [--edits N] [--idle MS] [--anywhere] [--verify] [--sweep STEP] (see the top of bench/lsp_latency/keystrokes.rs)"
         );
         std::process::exit(2);
     };
@@ -144,10 +172,26 @@ fn main() {
     let opening = lint_again(&text, &opened, context, &settings, &cache);
     println!("{path}: {} lines, {} diagnostics when opened", text.lines().count(), opening.len());
 
+    if sweep.is_some() {
+        let mut edit = Phase::default();
+        let keystrokes = keystrokes(&text, count, anywhere, sweep);
+        for keystroke in &keystrokes {
+            let started = Instant::now();
+            buffer.edit(keystroke.range, keystroke.text);
+            buffer.reparse();
+            edit.0.push(started.elapsed());
+        }
+        assert_eq!(buffer.document().text(), text, "each fragment typed is deleted again");
+        println!("{} keystrokes over the whole file, each reparsed and not linted", keystrokes.len());
+        edit.report("edit and reparse");
+        edit.report_tail();
+        return;
+    }
+
     let (mut edit, mut linting, mut framing, mut total) =
         (Phase::default(), Phase::default(), Phase::default(), Phase::default());
     let mut published_bytes = 0;
-    for (n, keystroke) in keystrokes(&text, count, anywhere).iter().enumerate() {
+    for (n, keystroke) in keystrokes(&text, count, anywhere, None).iter().enumerate() {
         let version = n as i32 + 2;
         if !idle.is_zero() {
             std::thread::sleep(idle);
