@@ -39,8 +39,7 @@
 
 use tree_sitter::{Node, Tree};
 
-use crate::prefilter::line_start;
-use crate::text::TextRange;
+use crate::text::{TextRange, line_start};
 
 /// The old text's bytes to describe to tree-sitter as replaced when `range` of `text` is
 /// replaced by `inserted`. It holds `range`; the text in it outside `range` is unchanged.
@@ -194,8 +193,7 @@ class Block{n}(torch.nn.Module):
     }
 
     fn point(text: &str, byte: usize) -> Point {
-        let line_start = text[..byte].rfind('\n').map_or(0, |newline| newline + 1);
-        Point { row: text[..byte].matches('\n').count(), column: byte - line_start }
+        Point { row: text[..byte].matches('\n').count(), column: byte - line_start(text, byte) }
     }
 
     /// Replace `range` of `text` with `inserted` and reparse `tree` incrementally, telling it of

@@ -7,6 +7,7 @@ use tree_sitter::Tree;
 
 use crate::diagnostic::Diagnostic;
 use crate::rules;
+use crate::text::line_start;
 
 /// Which codes a comment silences: every rule, or a list of codes, prefixes or names.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -44,10 +45,6 @@ pub struct Suppressions {
 /// Where the line that holds `offset` starts. Lines are found one at a time, by a look back
 /// from the offset: a file's few suppression comments and its findings do not pay for an index
 /// of all its lines.
-fn line_start(text: &str, offset: usize) -> usize {
-    memchr::memrchr(b'\n', &text.as_bytes()[..offset.min(text.len())]).map_or(0, |at| at + 1)
-}
-
 /// A suppression comment found in the source: where it is and what it names.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SuppressionComment {

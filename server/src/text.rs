@@ -168,10 +168,14 @@ pub fn floor_char_boundary(text: &str, mut offset: usize) -> usize {
     offset
 }
 
+/// The byte offset where the line holding `at` starts.
+pub fn line_start(text: &str, at: usize) -> usize {
+    memchr::memrchr(b'\n', &text.as_bytes()[..at]).map_or(0, |newline| newline + 1)
+}
+
 /// The leading whitespace of the line that holds `offset`.
 pub fn indentation_at(text: &str, offset: usize) -> &str {
-    let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
-    let rest = &text[line_start..];
+    let rest = &text[line_start(text, offset)..];
     let width = rest.len() - rest.trim_start_matches([' ', '\t']).len();
     &rest[..width]
 }

@@ -20,6 +20,7 @@ use std::sync::LazyLock;
 use memchr::memmem::Finder;
 
 use crate::rules::{RULES, Rule};
+use crate::text::line_start;
 
 pub use admissions::Admissions;
 pub use code_view::code_view;
@@ -353,7 +354,7 @@ pub fn enclosing_function(text: &str, line_start: usize) -> Enclosing<'_> {
     // Whether the line being read opens the multi-line header that `open_header` closed.
     let mut opens_header;
     while end > 0 {
-        let start = self::line_start(text, end - 1);
+        let start = crate::text::line_start(text, end - 1);
         let line = &text[start..end - 1];
         end = start;
         let code = line.trim_start_matches([' ', '\t']);
@@ -421,10 +422,6 @@ pub fn is_name_byte(b: u8) -> bool {
 
 pub fn starts_with_word(code: &str, word: &str) -> bool {
     code.strip_prefix(word).is_some_and(|rest| !rest.starts_with(is_name_char))
-}
-
-pub fn line_start(text: &str, at: usize) -> usize {
-    memchr::memrchr(b'\n', &text.as_bytes()[..at]).map_or(0, |i| i + 1)
 }
 
 pub fn indentation(line: &str) -> usize {

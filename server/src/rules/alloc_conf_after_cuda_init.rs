@@ -377,7 +377,7 @@ fn placement_at_top(model: &Model<'_>, setting: &EnvSetting<'_>) -> Option<Place
             lines_follow_break: true,
         }),
         (_, Some(torch)) => {
-            let line_start = crate::prefilter::line_start(text, torch.start_byte());
+            let line_start = crate::text::line_start(text, torch.start_byte());
             if line_start != torch.start_byte() {
                 return None;
             }

@@ -6,12 +6,12 @@ use tree_sitter::Node;
 use crate::fix::Edit;
 use crate::grammar_ids::FieldChild;
 use crate::semantic::{Model, ast};
-use crate::text::{TextRange, indentation_at, line_ending};
+use crate::text::{TextRange, indentation_at, line_ending, line_start};
 
 /// The byte range of the whole lines a statement occupies (indentation and line break included),
 /// when the statement is alone on them. `None` when it shares a line with other code.
 pub fn own_lines(text: &str, statement: Node<'_>) -> Option<TextRange> {
-    let line_start = text[..statement.start_byte()].rfind('\n').map_or(0, |i| i + 1);
+    let line_start = line_start(text, statement.start_byte());
     if !text[line_start..statement.start_byte()].trim().is_empty() {
         return None;
     }
@@ -93,7 +93,7 @@ pub fn insert_line_after(text: &str, anchor: Node<'_>, indent: &str, line: &str)
 
 /// Insert `line` as a new statement before `anchor`, at the anchor's indentation.
 pub fn insert_line_before(text: &str, anchor: Node<'_>, line: &str) -> Option<Edit> {
-    let line_start = text[..anchor.start_byte()].rfind('\n').map_or(0, |i| i + 1);
+    let line_start = line_start(text, anchor.start_byte());
     let indent = &text[line_start..anchor.start_byte()];
     if !indent.trim().is_empty() {
         return None;
@@ -204,10 +204,8 @@ pub fn add_import(model: &Model<'_>, line: &str) -> Edit {
         Some(anchor) => insert_line_after(text, anchor, "", line),
         None => {
             // After a shebang or encoding comment block at the top, else at the very start.
-            let start = root
-                .named_child(0)
-                .filter(|c| c.kind() != "comment")
-                .map_or(0, |c| text[..c.start_byte()].rfind('\n').map_or(0, |i| i + 1));
+            let start =
+                root.named_child(0).filter(|c| c.kind() != "comment").map_or(0, |c| line_start(text, c.start_byte()));
             let start = start.max(leading_comment_end(text));
             let bom = if text.starts_with('\u{feff}') && start == 0 { '\u{feff}'.len_utf8() } else { 0 };
             Edit::insertion(start.max(bom), format!("{line}{eol}"))

@@ -9,7 +9,7 @@ use crate::grammar_ids::FieldChild;
 use crate::lint::Checker;
 use crate::prefilter::{self, Enclosing};
 use crate::semantic::{Model, ast, is_eval_function_name};
-use crate::text::{TextRange, indentation_at, line_ending};
+use crate::text::{TextRange, indentation_at, line_ending, line_start};
 
 pub const RULE: Rule = Rule {
     code: "CUL402",
@@ -122,7 +122,7 @@ fn could_have_an_eval_loop(text: &str) -> bool {
             text[..*at].trim_end_matches([' ', '\t']).ends_with('.') && has_no_positional_args(&text[at + 4..])
         })
         .any(|at| {
-            let line_start = prefilter::line_start(text, at);
+            let line_start = line_start(text, at);
             // The loop must be in the call's own function; the span of a function found by the
             // line scan covers its body, or more.
             let end = match prefilter::enclosing_function(text, line_start) {

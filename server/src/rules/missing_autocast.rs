@@ -8,7 +8,7 @@ use crate::fix::{Edit, Fix};
 use crate::grammar_ids::FieldChild;
 use crate::lint::Checker;
 use crate::semantic::{CallTarget, LoopInfo, Model, ast, contexts_with_items};
-use crate::text::{TextRange, indentation_at, line_ending};
+use crate::text::{TextRange, indentation_at, line_ending, line_start};
 
 pub const RULE: Rule = Rule {
     code: "CUL302",
@@ -207,7 +207,7 @@ fn wrap_edit(
     dtype: &str,
 ) -> Option<Edit> {
     let text = model.text;
-    let start = text[..first.start_byte()].rfind('\n').map_or(0, |i| i + 1);
+    let start = line_start(text, first.start_byte());
     let region_end = edits::own_lines(text, last)?.end;
     edits::own_lines(text, first)?;
     if edits::has_multiline_string(model, TextRange::new(start, region_end)) {

@@ -11,6 +11,7 @@ use crate::grammar_ids::FieldChild;
 use crate::lint::Checker;
 use crate::prefilter::{self, Enclosing};
 use crate::semantic::{CallTarget, Model, ast};
+use crate::text::line_start;
 
 pub const RULE: Rule = Rule {
     code: "CUL403",
@@ -172,7 +173,7 @@ fn could_store_in_forward(text: &str) -> bool {
             return false;
         }
         // Most stores are in `__init__`: the function around one is read before its value.
-        let enclosing = prefilter::enclosing_function(text, prefilter::line_start(text, at));
+        let enclosing = prefilter::enclosing_function(text, line_start(text, at));
         let in_forward = match enclosing {
             Enclosing::Function(name) => name == "forward",
             Enclosing::NoFunction => false,
@@ -197,11 +198,11 @@ fn could_store_in_forward(text: &str) -> bool {
 /// through a class of this file. Anything the scan cannot read counts as a module.
 fn could_be_in_a_module(text: &str, name: &str) -> bool {
     let def_at = name.as_ptr() as usize - text.as_ptr() as usize;
-    let def_line = prefilter::line_start(text, def_at);
+    let def_line = line_start(text, def_at);
     let indent = prefilter::indentation(&text[def_line..]);
     let mut end = def_line;
     while end > 0 {
-        let start = prefilter::line_start(text, end - 1);
+        let start = line_start(text, end - 1);
         let line = &text[start..end - 1];
         end = start;
         let code = line.trim_start_matches([' ', '\t']);
@@ -278,7 +279,7 @@ fn import_statement_start(text: &str, at: usize) -> Option<usize> {
         (prefilter::starts_with_word(code, "from") || prefilter::starts_with_word(code, "import"))
             .then(|| text.len() - code.len())
     };
-    let line = prefilter::line_start(text, at);
+    let line = line_start(text, at);
     if let Some(start) = is_import(line) {
         return Some(start);
     }
@@ -290,7 +291,7 @@ fn import_statement_start(text: &str, at: usize) -> Option<usize> {
     if text[open..at].contains([')', '=']) {
         return None;
     }
-    is_import(prefilter::line_start(text, open))
+    is_import(line_start(text, open))
 }
 
 /// The `class name...` lines of the text.
@@ -307,7 +308,7 @@ fn local_class_headers<'t>(text: &'t str, name: &'t str) -> impl Iterator<Item =
 /// `self.` at `at` begins an assignment's target: it opens its line or follows `=` (a chained
 /// assignment), `;` or `:` (a one-line block); in a tuple, a call or an expression it does not.
 fn starts_a_target(text: &str, at: usize) -> bool {
-    let before = text[prefilter::line_start(text, at)..at].trim_matches([' ', '\t']);
+    let before = text[line_start(text, at)..at].trim_matches([' ', '\t']);
     before.is_empty() || before.ends_with(['=', ';', ':'])
 }
 

@@ -7,7 +7,7 @@ use crate::diagnostic::Severity;
 use crate::fix::{Edit, Fix};
 use crate::lint::Checker;
 use crate::semantic::{Model, ast};
-use crate::text::TextRange;
+use crate::text::{TextRange, line_start};
 
 pub const RULE: Rule = Rule {
     code: "CUL503",
@@ -93,7 +93,7 @@ fn drop_argument(model: &Model<'_>, arguments: Node<'_>) -> Option<Fix> {
         end = comma.end_byte();
     }
     let text = model.text;
-    let line_start = text[..argument.start_byte()].rfind('\n').map_or(0, |i| i + 1);
+    let line_start = line_start(text, argument.start_byte());
     let line_end = text[end..].find('\n').map_or(text.len(), |i| end + i + 1);
     let alone_on_line =
         text[line_start..argument.start_byte()].trim().is_empty() && text[end..line_end].trim().is_empty();
