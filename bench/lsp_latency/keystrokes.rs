@@ -62,10 +62,12 @@ fn keystrokes(text: &str, count: usize, anywhere: bool, sweep: Option<usize>) ->
         std::process::exit(2);
     }
     let fragments = ["  # warm up", " * 2"];
-    // Where to type what: each line once with each fragment, or cycling over them.
+    // Where to type what: each line once with each fragment, or cycling over them for enough
+    // keystrokes (a cycle types and deletes one fragment).
+    let fewest_per_cycle = fragments.iter().map(|f| 2 * f.len()).min().unwrap_or(1);
     let places: Vec<(usize, &str)> = match sweep {
         Some(step) => targets.iter().step_by(step).flat_map(|&line| fragments.map(|f| (line, f))).collect(),
-        None => (0..count.div_ceil(8))
+        None => (0..count.div_ceil(fewest_per_cycle))
             .map(|cycle| (targets[(cycle * 97) % targets.len()], fragments[cycle % fragments.len()]))
             .collect(),
     };
