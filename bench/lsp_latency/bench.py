@@ -44,7 +44,7 @@ Memory: open 1,000 different training scripts, wait until each has its diagnosti
 the server's resident set size from /proc.
 
 Usage: bench.py --server "culint server" --server "ruff server" [--edits 1000] [--files 1000]
-       [--only latency|memory] [--paired] [--pull | --pull-full]
+       [--only latency|memory] [--paired] [--pull | --pull-full] [--anywhere]
 Writes a JSON summary to stdout.
 """
 
@@ -215,7 +215,7 @@ def edits(text, count, anywhere=False):
     training loop, then delete it again, cycling over lines through the whole file. With
     `anywhere`, at the end of any line outside strings and comments, blank lines included: a
     function's header, a block's last line before a dedent, the blank line between two functions
-    (keystroke.rs's `--anywhere` makes the same keystrokes)."""
+    (keystrokes.rs's `--anywhere` makes the same keystrokes)."""
     lines = text.split("\n")
     if anywhere:
         targets = [i for i, line in enumerate(lines[:-1]) if not any(c in line for c in "\"'#")]

@@ -38,7 +38,7 @@ use crate::lint::{LintContext, LintSettings};
 use crate::rules::Rule;
 use crate::semantic::reads::Reads;
 use crate::semantic::{Frameworks, LoopKind, Model};
-use crate::text::{TextRange, line_ending};
+use crate::text::{TextRange, line_ending, starts_a_line};
 use crate::tree_reuse::{Recall, StatementMemory};
 
 /// What the lints of one buffer keep of the checks.
@@ -382,13 +382,6 @@ type ImportText = (Box<str>, bool);
 fn import_texts(model: &Model<'_>) -> Vec<ImportText> {
     let text = model.text;
     model.imports.statements.iter().map(|s| (text[s.range.start_byte..s.range.end_byte].into(), s.top_level)).collect()
-}
-
-/// Whether a top-level statement starts at a line's start (after the byte-order mark on the
-/// first line).
-fn starts_a_line(text: &str, statement: Node<'_>) -> bool {
-    let start = statement.start_position();
-    start.column == 0 || (start.row == 0 && text.starts_with('\u{feff}') && start.column == 3)
 }
 
 #[cfg(test)]

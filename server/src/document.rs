@@ -131,19 +131,19 @@ impl Document {
         self.rope.remove(start_char..end_char);
         self.rope.insert(start_char, new_text);
 
-        if let Some((told, start_position, old_end_position)) = told {
+        let edit = told.map(|(told, start_position, old_end_position)| {
             let new_end_byte = range.start + new_text.len() + (told.end - range.end);
-            let edit = InputEdit {
+            InputEdit {
                 start_byte: told.start,
                 old_end_byte: told.end,
                 new_end_byte,
                 start_position,
                 old_end_position,
                 new_end_position: self.point(new_end_byte),
-            };
-            if let Some(tree) = &mut self.tree {
-                tree.edit(&edit);
             }
+        });
+        if let (Some(tree), Some(edit)) = (&mut self.tree, edit) {
+            tree.edit(&edit);
         }
         // The new text spliced from the old, which the rope holds too: collecting the rope's
         // chunks goes through `Display`, a formatter call per chunk, several times the copy.

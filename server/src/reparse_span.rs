@@ -39,7 +39,7 @@
 
 use tree_sitter::{Node, Tree};
 
-use crate::text::{TextRange, line_start};
+use crate::text::{TextRange, line_start, starts_a_line};
 
 /// The old text's bytes to describe to tree-sitter as replaced when `range` of `text` is
 /// replaced by `inserted`. It holds `range`; the text in it outside `range` is unchanged.
@@ -60,7 +60,7 @@ pub fn span_to_reparse(text: &str, tree: &Tree, range: TextRange, inserted: &str
     // where that is the first token of its line, one character into the last line of code before.
     let mut start = previous_char_start(text, before);
     let line = line_start(text, start);
-    if line > 0 && bytes[line..start].iter().all(|&b| is_space(b)) {
+    if line > 0 && bytes[line..start].iter().all(u8::is_ascii_whitespace) {
         start = previous_char_start(text, run_of_space_before(bytes, line));
     }
     // The boundary's lines: the one the span starts on, the one the edit ends on, and the next
@@ -81,7 +81,7 @@ pub fn span_to_reparse(text: &str, tree: &Tree, range: TextRange, inserted: &str
     // What a syntax error that the last keystroke left cut apart is parsed again whole.
     let root = tree.root_node();
     if root.has_error()
-        && let Some(damaged) = last_damaged_statement(root.first_child_for_byte(range.end.saturating_sub(1)))
+        && let Some(damaged) = last_damaged_statement(text, root.first_child_for_byte(range.end.saturating_sub(1)))
         && damaged.end_byte() > code
     {
         code = run_of_space_after(bytes, damaged.end_byte());
@@ -92,23 +92,19 @@ pub fn span_to_reparse(text: &str, tree: &Tree, range: TextRange, inserted: &str
 /// The last of the top-level statements from `first` on that each have a syntax error or do not
 /// start their line: a top-level statement of valid Python starts at its line's start, so one
 /// that does not was cut out of its block by an error before it (or shares its line with another).
-fn last_damaged_statement(first: Option<Node<'_>>) -> Option<Node<'_>> {
-    let damaged = |statement: &Node<'_>| statement.has_error() || statement.start_position().column != 0;
+fn last_damaged_statement<'t>(text: &str, first: Option<Node<'t>>) -> Option<Node<'t>> {
+    let damaged = |statement: &Node<'_>| statement.has_error() || !starts_a_line(text, *statement);
     std::iter::successors(first, Node::next_sibling).take_while(damaged).last()
-}
-
-fn is_space(byte: u8) -> bool {
-    matches!(byte, b' ' | b'\t' | b'\r' | b'\n' | b'\x0c')
 }
 
 /// The first byte at or after `from` that is not blank space (the text's length if none is).
 fn run_of_space_after(bytes: &[u8], from: usize) -> usize {
-    from + bytes[from..].iter().take_while(|&&b| is_space(b)).count()
+    from + bytes[from..].iter().take_while(|b| b.is_ascii_whitespace()).count()
 }
 
 /// The start of the run of blank space that ends at `to`.
 fn run_of_space_before(bytes: &[u8], to: usize) -> usize {
-    to - bytes[..to].iter().rev().take_while(|&&b| is_space(b)).count()
+    to - bytes[..to].iter().rev().take_while(|b| b.is_ascii_whitespace()).count()
 }
 
 /// The byte after the line break that ends the line holding `at` (the text's length if none).

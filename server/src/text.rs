@@ -173,6 +173,13 @@ pub fn line_start(text: &str, at: usize) -> usize {
     memchr::memrchr(b'\n', &text.as_bytes()[..at]).map_or(0, |newline| newline + 1)
 }
 
+/// Whether a syntax node starts at its line's start (after the byte-order mark on the first
+/// line), as every top-level statement of valid Python does.
+pub fn starts_a_line(text: &str, node: tree_sitter::Node<'_>) -> bool {
+    let start = node.start_position();
+    start.column == 0 || (start.row == 0 && text.starts_with('\u{feff}') && start.column == 3)
+}
+
 /// The leading whitespace of the line that holds `offset`.
 pub fn indentation_at(text: &str, offset: usize) -> &str {
     let rest = &text[line_start(text, offset)..];
