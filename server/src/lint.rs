@@ -10,7 +10,7 @@ use tree_sitter::{Node, Tree};
 
 pub use crate::candidates::compile_query;
 use crate::candidates::{CandidateCache, candidates_by_rule};
-use crate::check_cache::{CheckCache, CheckSession, KeptChecks, RuleFindings};
+use crate::check_cache::{CheckCache, CheckSession, KeptChecks, KeptRule, StatementFindings};
 use crate::diagnostic::{Diagnostic, Related, Severity};
 use crate::document::SharedText;
 use crate::fix::{Applicability, Fix, apply_fixes};
@@ -389,12 +389,12 @@ fn lint_rules<'a, T: Send>(
         if let Some(cache) = cache {
             cache.found.record(active.iter().copied().zip(by_rule.iter().map(|(findings, _)| findings.len())));
         }
-        let mut kept_by_statement: Vec<Vec<(&'static Rule, Arc<RuleFindings>)>> = Vec::new();
+        let mut kept_by_statement: Vec<StatementFindings> = Vec::new();
         for (found, kept) in by_rule {
             diagnostics.extend(found);
             for (statement, rule, findings) in kept {
                 if kept_by_statement.len() <= statement {
-                    kept_by_statement.resize_with(statement + 1, Vec::new);
+                    kept_by_statement.resize_with(statement + 1, StatementFindings::new);
                 }
                 kept_by_statement[statement].push((rule, findings));
             }
@@ -434,7 +434,7 @@ fn lint_rules<'a, T: Send>(
 
 /// Findings of one rule in one top-level statement, to keep for the next lint: (top-level index,
 /// rule, findings).
-type KeptFindings = (usize, &'static Rule, Arc<RuleFindings>);
+type KeptFindings = (usize, &'static Rule, KeptRule);
 
 /// Run a rule's checks statement by statement, using what the last lint of the buffer found in a
 /// statement when it still holds (see [`crate::check_cache`]); returns what to keep.

@@ -52,6 +52,11 @@ impl Reads {
         self.whole_file
     }
 
+    /// Whether nothing beyond the statement was read: no lookup, no file fact, not the whole file.
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty() && self.facts.is_empty() && !self.whole_file
+    }
+
     /// Whether a lookup under any of `changed` (hashes made by [`key`]) was read.
     pub fn read_any(&self, changed: &foldhash::HashSet<u64>) -> bool {
         self.keys.iter().any(|k| changed.contains(k))
