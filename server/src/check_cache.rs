@@ -225,7 +225,7 @@ pub struct RuleFindings {
     reads: Reads,
 }
 
-/// One rule's findings in one statement, as kept. Most checks find nothing and read nothing
+/// One rule's findings in one statement, as kept. Many checks find nothing and read nothing
 /// beyond their statement (about two in five of the benchmark script's): those are kept as
 /// `None`, so that reusing them reads no memory of their own.
 #[derive(Clone)]
