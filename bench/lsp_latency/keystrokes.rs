@@ -58,7 +58,11 @@ fn keystrokes(text: &str, count: usize, anywhere: bool, sweep: Option<usize>) ->
             })
             .collect();
     if targets.is_empty() {
-        eprintln!("keystrokes: the script has no `loss = `, `running += ` or `logits = ` lines to type at");
+        if anywhere || sweep.is_some() {
+            eprintln!("keystrokes: the script has no line outside strings and comments to type at");
+        } else {
+            eprintln!("keystrokes: the script has no `loss = `, `running += ` or `logits = ` lines to type at");
+        }
         std::process::exit(2);
     }
     let fragments = ["  # warm up", " * 2"];

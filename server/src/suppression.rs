@@ -38,13 +38,12 @@ pub fn selector_matches(selector: &str, code: &str, name: &str) -> bool {
 #[derive(Debug, Default)]
 pub struct Suppressions {
     file: Option<Codes>,
-    /// (where the comment's line starts, codes), in source order.
+    /// (where the comment's line starts, codes), in source order. Lines are found one at a
+    /// time, by a look back from an offset: a file's few suppression comments and its findings
+    /// do not pay for an index of all its lines.
     lines: Vec<(usize, Codes)>,
 }
 
-/// Where the line that holds `offset` starts. Lines are found one at a time, by a look back
-/// from the offset: a file's few suppression comments and its findings do not pay for an index
-/// of all its lines.
 /// A suppression comment found in the source: where it is and what it names.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SuppressionComment {
@@ -134,7 +133,7 @@ impl Suppressions {
         if self.lines.is_empty() {
             return false;
         }
-        let line = line_start(text, diagnostic.range.start);
+        let line = line_start(text, diagnostic.range.start.min(text.len()));
         self.lines.iter().any(|(l, codes)| *l == line && codes.covers(diagnostic))
     }
 }
