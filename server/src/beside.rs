@@ -14,9 +14,9 @@
 use std::cell::Cell;
 use std::cmp::Reverse;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
-use std::sync::LazyLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{Sender, channel};
+use std::sync::{LazyLock, Mutex, PoisonError};
 
 type Job = Box<dyn FnOnce() + Send>;
 
@@ -72,6 +72,43 @@ where
         Ok(Err(panic)) => resume_unwind(panic),
         Err(_) => unreachable!("the job sends its result before its sender is dropped"),
     }
+}
+
+/// [`join`], with a third job, `after`, run by whichever side finishes its own first: three jobs
+/// on two threads, the third where there is room. Which side is the longer differs from one
+/// keystroke to the next.
+pub fn join_then<A, B, C>(
+    here: impl FnOnce() -> A,
+    beside: impl FnOnce() -> B + Send,
+    after: impl FnOnce() -> C + Send,
+) -> (A, B, C)
+where
+    B: Send,
+    C: Send,
+{
+    let after = Mutex::new(Some(after));
+    let made = Mutex::new(None);
+    let take_up = || {
+        let job = after.lock().unwrap_or_else(PoisonError::into_inner).take();
+        if let Some(job) = job {
+            let result = job();
+            *made.lock().unwrap_or_else(PoisonError::into_inner) = Some(result);
+        }
+    };
+    let (here, beside) = join(
+        || {
+            let here = here();
+            take_up();
+            here
+        },
+        || {
+            let beside = beside();
+            take_up();
+            beside
+        },
+    );
+    let after = made.into_inner().unwrap_or_else(PoisonError::into_inner).expect("the side that took the job ran it");
+    (here, beside, after)
 }
 
 /// `f` of every item, on this thread and the one beside: each takes the next item as it finishes
@@ -163,6 +200,27 @@ mod tests {
         assert_eq!(doubled, items.iter().map(|i| i * 2).collect::<Vec<_>>());
         assert_eq!(threads.lock().unwrap().len(), 2);
         assert!(map(&[] as &[usize], |_| 0, |item| *item).is_empty());
+    }
+
+    #[test]
+    fn the_job_after_runs_once_on_the_side_that_finished_first() {
+        // Each time one side waits for the job after to have run, so the other side must run it.
+        let ran = std::sync::atomic::AtomicBool::new(false);
+        let wait_for_it = || {
+            while !ran.load(Ordering::SeqCst) {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        };
+        let after = || {
+            ran.store(true, Ordering::SeqCst);
+            std::thread::current().id()
+        };
+        let (here, (), after_on) = join_then(|| std::thread::current().id(), wait_for_it, after);
+        assert_eq!(after_on, here, "this thread finished first");
+        ran.store(false, Ordering::SeqCst);
+        let ((), beside, after_on) = join_then(wait_for_it, || std::thread::current().id(), after);
+        assert_eq!(after_on, beside, "the thread beside finished first");
+        assert_ne!(after_on, std::thread::current().id());
     }
 
     #[test]

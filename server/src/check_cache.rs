@@ -82,7 +82,7 @@ impl CheckCache {
         self.loops.sweep();
     }
 
-    /// Work out, ahead of [`CheckCache::open`], what the whole file decides that takes long: the
+    /// Work out, ahead of [`RecalledChecks::open`], what the whole file decides that takes long: the
     /// kinds of its loops, from those the last lint kept where they still hold, and the
     /// frameworks it configures (both memoised in the model).
     pub fn prepare<'a>(&self, model: &Model<'a>, tree: &'a Tree) {
@@ -98,7 +98,7 @@ impl CheckCache {
         let imports = import_texts(model);
         let last_imports = self.loop_imports.lock().unwrap_or_else(PoisonError::into_inner).replace(imports.clone());
         let same_imports = last_imports == Some(imports);
-        let recalled = recall_statements(&mut recall, model, |kept| &kept.keys);
+        let recalled = recall_statements(&mut recall, model.top_level(), |kept| &kept.keys).with_keys(model);
         let holding: Vec<Option<Arc<KeptKinds>>> = recalled
             .kept
             .iter()
@@ -127,32 +127,87 @@ impl CheckCache {
         }
     }
 
-    /// The kept checks for one lint of `model`; `None` when another lint of the buffer holds them
-    /// (that lint is not waited for: this one checks everything and keeps nothing).
-    pub fn open<'c, 'a>(
+    /// The first half of opening the kept checks for a lint of `text` ([`RecalledChecks::open`]
+    /// is the second), which needs only the tree and its top-level `statements`: what the last
+    /// lint kept of each statement that the reparse shared with its tree, where the statement
+    /// starts its line and has the same text after it. On a large file this is a lookup per
+    /// statement, most of them cache misses: done beside the model's build, it is off the path an
+    /// editor waits on. `None` when another lint of the buffer holds the kept checks (that lint is
+    /// not waited for: this one checks everything and keeps nothing).
+    pub fn recall<'c, 'a>(
         &'c self,
-        model: &Model<'a>,
+        text: &str,
         tree: &'a Tree,
-        context: LintContext<'_>,
-        settings: &LintSettings,
-    ) -> Option<CheckSession<'c, 'a>> {
+        statements: &[Node<'a>],
+    ) -> Option<RecalledChecks<'c, 'a>> {
         let mut recall = self.statements.open(tree)?;
+        let mut recalled = recall_statements(&mut recall, statements, |kept| &kept.keys);
+        for (kept, statement) in recalled.kept.iter_mut().zip(statements) {
+            let holds = kept.as_ref().is_some_and(|kept| {
+                let start = statement.start_byte();
+                starts_a_line(text, *statement) && *kept.tail == *tail_after(text, start + kept.len)
+            });
+            if !holds {
+                // Recalled all the same: its keys are the statement's still.
+                *kept = None;
+            }
+        }
+        Some(RecalledChecks { cache: self, recall, recalled })
+    }
+}
+
+/// What [`CheckCache::recall`] found, for [`RecalledChecks::open`] to finish once the model is
+/// built.
+pub struct RecalledChecks<'c, 'a> {
+    cache: &'c CheckCache,
+    recall: Recall<'c, 'a, CheckedStatement>,
+    /// By top-level index, what the last lint kept of the statement, where its findings may hold
+    /// as far as the statement and the text after it go (the file as a whole is compared by
+    /// [`RecalledChecks::open`]).
+    recalled: PartlyRecalled<CheckedStatement>,
+}
+
+impl<'c, 'a> RecalledChecks<'c, 'a> {
+    /// The kept checks for one lint of `model`, whose top-level statements are those recalled.
+    pub fn open(self, model: &Model<'a>, context: LintContext<'_>, settings: &LintSettings) -> CheckSession<'c, 'a> {
         let facts = FileFacts::of(model, context, settings);
-        let previous = self.facts.lock().unwrap_or_else(PoisonError::into_inner).take();
+        let previous = self.cache.facts.lock().unwrap_or_else(PoisonError::into_inner).take();
         let reusable = previous.as_ref() == Some(&facts);
-        let Recalled { kept: recalled, keys, changed } = recall_statements(&mut recall, model, |kept| &kept.keys);
-        let text = model.text;
-        let holding = recalled
+        let Recalled { kept, keys, changed } = self.recalled.with_keys(model);
+        let holding = if reusable { kept } else { vec![None; kept.len()] };
+        CheckSession { cache: self.cache, recall: self.recall, keys, kept: KeptChecks { facts, changed, holding } }
+    }
+}
+
+/// What a [`Recall`] has kept of every top-level statement, before the model gives the keys of
+/// those it had not (see [`PartlyRecalled::with_keys`]).
+struct PartlyRecalled<T> {
+    /// By top-level index: what the last lint kept of the statement, when it is unchanged.
+    kept: Vec<Option<Arc<T>>>,
+    /// By top-level index: the keys a recalled statement files, kept with it; `None` for the
+    /// statements the edit changed, whose keys only the model knows.
+    keys: Vec<Option<Arc<[u64]>>>,
+    /// The keys that the statements the edit replaced filed.
+    changed: HashSet<u64>,
+}
+
+impl<T> PartlyRecalled<T> {
+    /// The keys of the statements the edit changed, read from `model` (whose top-level statements
+    /// these are), filled in and counted as changed.
+    fn with_keys(self, model: &Model<'_>) -> Recalled<T> {
+        let PartlyRecalled { kept, keys, mut changed } = self;
+        let keys = keys
             .into_iter()
             .zip(model.top_level())
-            .map(|(kept, statement)| {
-                kept.filter(|kept| {
-                    let start = statement.start_byte();
-                    reusable && starts_a_line(text, *statement) && *kept.tail == *tail_after(text, start + kept.len)
+            .map(|(keys, statement)| {
+                keys.unwrap_or_else(|| {
+                    let keys: Arc<[u64]> = model.statement_keys(*statement).into();
+                    changed.extend(keys.iter().copied());
+                    keys
                 })
             })
             .collect();
-        Some(CheckSession { cache: self, recall, keys, kept: KeptChecks { facts, changed, holding } })
+        Recalled { kept, keys, changed }
     }
 }
 
@@ -167,32 +222,24 @@ struct Recalled<T> {
     changed: HashSet<u64>,
 }
 
-/// Recall every top-level statement of `model`, each kept with its keys (`keys_of`).
+/// Recall every top-level statement, each kept with its keys (`keys_of`).
 fn recall_statements<'a, T>(
     recall: &mut Recall<'_, 'a, T>,
-    model: &Model<'a>,
+    statements: &[Node<'a>],
     keys_of: impl Fn(&T) -> &Arc<[u64]>,
-) -> Recalled<T> {
+) -> PartlyRecalled<T> {
     // Every statement is asked for, so that what is left over is what the edit changed.
-    let statements = model.top_level();
-    let mut changed = HashSet::new();
     let (mut kept, mut keys) = (Vec::with_capacity(statements.len()), Vec::with_capacity(statements.len()));
     for statement in statements {
         let recalled = recall.recall(*statement).map(|(recalled, _)| recalled);
-        let statement_keys: Arc<[u64]> = match &recalled {
-            Some(recalled) => Arc::clone(keys_of(recalled)),
-            None => model.statement_keys(*statement).into(),
-        };
-        if recalled.is_none() {
-            changed.extend(statement_keys.iter().copied());
-        }
+        keys.push(recalled.as_ref().map(|recalled| Arc::clone(keys_of(recalled))));
         kept.push(recalled);
-        keys.push(statement_keys);
     }
+    let mut changed = HashSet::new();
     for forgotten in recall.forgotten() {
         changed.extend(keys_of(forgotten).iter().copied());
     }
-    Recalled { kept, keys, changed }
+    PartlyRecalled { kept, keys, changed }
 }
 
 /// One lint's use of a [`CheckCache`]: the findings it may keep, and what it keeps for the next.

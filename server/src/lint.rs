@@ -320,6 +320,7 @@ fn lint_rules<'a, T: Send>(
     let query = |active: &[&'static Rule], statements: &[Node<'a>]| {
         candidates_by_rule(text, tree, statements, active, cache.map(|c| &c.candidates))
     };
+    let recall = |statements: &[Node<'a>]| cache.and_then(|c| c.checks.recall(text, tree, statements));
     let checked = if cache.is_some_and(|c| c.had_rules.load(Ordering::Relaxed)) {
         // A buffer that had rules to run at its last lint most likely has them now: the rules are
         // chosen beside the model's build rather than before it, which takes the prefilter's scans
@@ -327,31 +328,33 @@ fn lint_rules<'a, T: Send>(
         //
         // Of an editor's lints the second half goes to the thread beside ([`crate::beside`]): the
         // pool's other thread, idle since the last keystroke, takes up a half offered to it late.
+        // The kept checks are recalled by whichever half is done first.
         let statements = ast::top_level_statements(tree);
-        let (model, (active, candidates)) = crate::beside::join(
+        let (model, (active, candidates), recalled) = crate::beside::join_then(
             || build_model(&statements),
             || {
                 let active = choose();
                 let candidates = query(&active, &statements);
                 (active, candidates)
             },
+            || recall(&statements),
         );
-        Some((model, active, candidates))
+        Some((model, active, candidates, recalled))
     } else {
         let active = choose();
         (!active.is_empty()).then(|| {
             let statements = ast::top_level_statements(tree);
             let (model, candidates) = rayon::join(|| build_model(&statements), || query(&active, &statements));
-            (model, active, candidates)
+            (model, active, candidates, recall(&statements))
         })
     };
-    let checked = checked.filter(|(_, active, _)| !active.is_empty());
+    let checked = checked.filter(|(_, active, _, _)| !active.is_empty());
     if let Some(cache) = cache {
         cache.had_rules.store(checked.is_some(), Ordering::Relaxed);
     }
     let mut to_keep = None;
-    if let Some((model, active, candidates)) = checked {
-        let session = cache.and_then(|c| c.checks.open(&model, tree, context, settings));
+    if let Some((model, active, candidates, recalled)) = checked {
+        let session = recalled.map(|recalled| recalled.open(&model, context, settings));
         let kept_checks = session.as_ref().map(CheckSession::kept_checks);
         let found_before = cache.map(|c| c.found.last());
         let found_last_time = |rule: &Rule| found_before.as_ref().map_or(0, |counts| counts.of(rule));

@@ -110,7 +110,18 @@ impl<'a> Placer<'a> {
 
 /// What the lints of one buffer keep per top-level statement, keyed by the statement's subtree.
 pub struct StatementMemory<T> {
-    inner: Mutex<Memory<T>>,
+    inner: Mutex<Shelf<T>>,
+}
+
+/// Where a [`StatementMemory`] keeps its memory between lints. A lint takes the memory off the
+/// shelf rather than holding the lock: what it recalls may then be recalled on one thread and
+/// kept again on another (the kept checks are recalled beside the model's build).
+struct Shelf<T> {
+    memory: Memory<T>,
+    /// A lint has the memory.
+    lent: bool,
+    /// The memory was cleared while lent: what the lint brings back is dropped.
+    cleared_while_lent: bool,
 }
 
 struct Memory<T> {
@@ -142,52 +153,68 @@ impl<T> Retired<T> {
     }
 }
 
+impl<T> Default for Memory<T> {
+    fn default() -> Self {
+        Self { tree: None, statements: HashMap::new(), retired: Retired::default() }
+    }
+}
+
 impl<T> Default for StatementMemory<T> {
     fn default() -> Self {
-        Self { inner: Mutex::new(Memory { tree: None, statements: HashMap::new(), retired: Retired::default() }) }
+        Self { inner: Mutex::new(Shelf { memory: Memory::default(), lent: false, cleared_while_lent: false }) }
     }
 }
 
 impl<T> StatementMemory<T> {
+    fn shelf(&self) -> MutexGuard<'_, Shelf<T>> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// Forget every statement (a buffer that went idle gives its memory back).
     pub fn clear(&self) {
-        let mut memory = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        memory.statements.clear();
-        memory.tree = None;
-        memory.retired = Retired::default();
+        let mut shelf = self.shelf();
+        shelf.cleared_while_lent = shelf.lent;
+        let forgotten = std::mem::take(&mut shelf.memory);
+        drop(shelf);
+        drop(forgotten);
     }
 
     /// Free what the last lint let go of. A lint that finds it not swept frees it first.
     pub fn sweep(&self) {
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner).retired.free();
+        self.shelf().memory.retired.free();
     }
 
     /// Replace everything kept with what `value` makes of it (tests use it to see that the
     /// memory is read).
     #[cfg(test)]
     pub fn replace_all(&self, value: impl Fn(&T) -> T) {
-        let mut memory = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        memory.statements.values_mut().for_each(|kept| *kept = Arc::new(value(kept)));
+        self.shelf().memory.statements.values_mut().for_each(|kept| *kept = Arc::new(value(kept)));
     }
 
-    /// The memory for one lint of `tree`; `None` when another lint of the buffer holds it (it is
+    /// The memory for one lint of `tree`; `None` when another lint of the buffer has it (it is
     /// not waited for: that lint goes without).
     pub fn open<'m, 'a>(&'m self, tree: &'a Tree) -> Option<Recall<'m, 'a, T>> {
-        let mut memory = self.inner.try_lock().ok()?;
-        let tree_pointer = tree.root_node().into_raw().tree;
+        let mut memory = {
+            let mut shelf = self.shelf();
+            if shelf.lent {
+                return None;
+            }
+            shelf.lent = true;
+            std::mem::take(&mut shelf.memory)
+        };
         memory.retired.free();
         let mut seen = std::mem::take(&mut memory.retired.statements);
         seen.reserve(memory.statements.len());
-        Some(Recall { seen, memory, tree, tree_pointer })
+        Some(Recall { seen, memory, tree, shelf: self })
     }
 }
 
 /// One lint's use of a [`StatementMemory`]: what it recalls and what it keeps for the next.
 pub struct Recall<'m, 'a, T> {
-    memory: MutexGuard<'m, Memory<T>>,
+    memory: Memory<T>,
     seen: HashMap<usize, Arc<T>>,
     tree: &'a Tree,
-    tree_pointer: *const ffi::TSTree,
+    shelf: &'m StatementMemory<T>,
 }
 
 impl<'a, T> Recall<'_, 'a, T> {
@@ -197,8 +224,9 @@ impl<'a, T> Recall<'_, 'a, T> {
         let subtree = subtree_of(statement)?;
         let value = self.memory.statements.remove(&subtree)?;
         self.seen.insert(subtree, Arc::clone(&value));
-        let start = statement.into_raw().context;
-        let placer = Placer { statement, subtree, start: [start[0], start[1], start[2]], tree: self.tree_pointer };
+        let raw = statement.into_raw();
+        let start = [raw.context[0], raw.context[1], raw.context[2]];
+        let placer = Placer { statement, subtree, start, tree: raw.tree };
         Some((value, placer))
     }
 
@@ -219,12 +247,19 @@ impl<'a, T> Recall<'_, 'a, T> {
 
 impl<T> Drop for Recall<'_, '_, T> {
     /// What this lint recalled or kept replaces the memory, with this lint's tree to keep it
-    /// alive: every statement in it belongs to that tree. What it replaces is retired.
+    /// alive: every statement in it belongs to that tree. What it replaces is retired. The memory
+    /// goes back on the shelf, unless it was cleared meanwhile.
     fn drop(&mut self) {
-        let memory = &mut *self.memory;
+        let memory = &mut self.memory;
         let statements = std::mem::replace(&mut memory.statements, std::mem::take(&mut self.seen));
         let tree = memory.tree.replace(self.tree.clone());
         memory.retired = Retired { tree, statements };
+        let mut shelf = self.shelf.shelf();
+        shelf.lent = false;
+        if std::mem::take(&mut shelf.cleared_while_lent) {
+            return;
+        }
+        shelf.memory = std::mem::take(memory);
     }
 }
 
@@ -344,11 +379,49 @@ mod tests {
         check_placed(&mut document, &memory, "first");
         document.edit(TextRange::empty(0), "# a\n");
         check_placed(&mut document, &memory, "second");
-        assert!(memory.inner.lock().unwrap().retired.tree.is_some(), "the tree before is held");
+        assert!(memory.shelf().memory.retired.tree.is_some(), "the tree before is held");
         memory.sweep();
-        let inner = memory.inner.lock().unwrap();
-        assert!(inner.retired.tree.is_none() && inner.retired.statements.is_empty());
-        assert!(inner.tree.is_some() && inner.statements.len() == 3, "what is kept stays");
+        let shelf = memory.shelf();
+        assert!(shelf.memory.retired.tree.is_none() && shelf.memory.retired.statements.is_empty());
+        assert!(shelf.memory.tree.is_some() && shelf.memory.statements.len() == 3, "what is kept stays");
+    }
+
+    /// A lint has the memory to itself, on whichever thread it recalls and keeps; one that asks
+    /// meanwhile goes without, and a clear meanwhile is not undone when the lint brings it back.
+    #[test]
+    fn a_lint_has_the_memory_to_itself_until_it_is_done() {
+        fn is_send<T: Send>(_: &T) {}
+        let mut document = Document::new("import torch\nx = 1\ny = 2\n", 1);
+        let memory = StatementMemory::default();
+        check_placed(&mut document, &memory, "first");
+        let tree = document.tree().clone();
+        let recall = memory.open(&tree).expect("not in use");
+        is_send(&recall);
+        assert!(memory.open(&tree).is_none(), "a second lint meanwhile goes without");
+        let tree = &tree;
+        let (recall, recalled) = std::thread::scope(|scope| {
+            scope
+                .spawn(move || {
+                    let mut recall = recall;
+                    let statements: Vec<_> = tree.root_node().children(&mut tree.walk()).collect();
+                    let recalled = statements.iter().filter(|s| recall.recall(**s).is_some()).count();
+                    (recall, recalled)
+                })
+                .join()
+                .unwrap()
+        });
+        assert_eq!(recalled, 3, "recalled on another thread");
+        drop(recall);
+        assert_eq!(memory.shelf().memory.statements.len(), 3, "back on the shelf");
+
+        let mut recall = memory.open(tree).expect("not in use");
+        for statement in tree.root_node().children(&mut tree.walk()) {
+            assert!(recall.recall(statement).is_some());
+        }
+        memory.clear();
+        drop(recall);
+        assert!(memory.shelf().memory.statements.is_empty(), "cleared while lent");
+        assert!(memory.open(tree).is_some(), "and free again");
     }
 
     /// Each fixture and example, edited inside and before its statements (a character typed at
