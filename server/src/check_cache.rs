@@ -168,6 +168,11 @@ pub struct RecalledChecks<'c, 'a> {
 }
 
 impl<'c, 'a> RecalledChecks<'c, 'a> {
+    /// For a lint that found no rule to run: the kept checks stay as they were ([`Recall::give_back`]).
+    pub fn give_back(self) {
+        self.recall.give_back();
+    }
+
     /// The kept checks for one lint of `model`, whose top-level statements are those recalled.
     pub fn open(self, model: &Model<'a>, context: LintContext<'_>, settings: &LintSettings) -> CheckSession<'c, 'a> {
         let facts = FileFacts::of(model, context, settings);

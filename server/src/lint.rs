@@ -348,7 +348,15 @@ fn lint_rules<'a, T: Send>(
             (model, active, candidates, recall(&statements))
         })
     };
-    let checked = checked.filter(|(_, active, _, _)| !active.is_empty());
+    let checked = match checked {
+        Some((_, active, _, recalled)) if active.is_empty() => {
+            if let Some(recalled) = recalled {
+                recalled.give_back();
+            }
+            None
+        }
+        checked => checked,
+    };
     if let Some(cache) = cache {
         cache.had_rules.store(checked.is_some(), Ordering::Relaxed);
     }

@@ -205,7 +205,7 @@ impl<T> StatementMemory<T> {
         memory.retired.free();
         let mut seen = std::mem::take(&mut memory.retired.statements);
         seen.reserve(memory.statements.len());
-        Some(Recall { seen, memory, tree, shelf: self })
+        Some(Recall { seen, memory, tree, shelf: self, kept_any: false, given_back: false })
     }
 }
 
@@ -215,6 +215,10 @@ pub struct Recall<'m, 'a, T> {
     seen: HashMap<usize, Arc<T>>,
     tree: &'a Tree,
     shelf: &'m StatementMemory<T>,
+    /// Something was kept: what was seen is no longer only what was recalled.
+    kept_any: bool,
+    /// The lint went no further than recalling: the memory goes back as it was.
+    given_back: bool,
 }
 
 impl<'a, T> Recall<'_, 'a, T> {
@@ -239,9 +243,18 @@ impl<'a, T> Recall<'_, 'a, T> {
     /// Keep `value`, whose nodes were found in `statement` of this tree, for the next lint. A
     /// statement recalled is kept as it was without this: `value` replaces what it was.
     pub fn keep(&mut self, statement: Node<'a>, value: T) {
+        self.kept_any = true;
         if let Some(subtree) = subtree_of(statement) {
             self.seen.insert(subtree, Arc::new(value));
         }
+    }
+
+    /// Put the memory back as it was, for a lint that recalled but keeps nothing (it found no
+    /// rule to run). Were it kept as recalled, what the statements this edit changed had kept
+    /// would be gone, and with it the next lint's knowledge that they changed. A recall that kept
+    /// something cannot be given back: the memory is emptied instead.
+    pub fn give_back(mut self) {
+        self.given_back = true;
     }
 }
 
@@ -249,11 +262,20 @@ impl<T> Drop for Recall<'_, '_, T> {
     /// What this lint recalled or kept replaces the memory, with this lint's tree to keep it
     /// alive: every statement in it belongs to that tree. What it replaces is retired. The memory
     /// goes back on the shelf, unless it was cleared meanwhile.
+    /// A lint that panicked leaves nothing: what it recalled and kept is of a lint that did not
+    /// finish, and what it let go of is gone with it.
     fn drop(&mut self) {
         let memory = &mut self.memory;
-        let statements = std::mem::replace(&mut memory.statements, std::mem::take(&mut self.seen));
-        let tree = memory.tree.replace(self.tree.clone());
-        memory.retired = Retired { tree, statements };
+        if self.given_back && !self.kept_any {
+            // Every entry seen was recalled: all of them are of the memory's own tree.
+            memory.statements.extend(self.seen.drain());
+        } else if self.given_back || std::thread::panicking() {
+            *memory = Memory::default();
+        } else {
+            let statements = std::mem::replace(&mut memory.statements, std::mem::take(&mut self.seen));
+            let tree = memory.tree.replace(self.tree.clone());
+            memory.retired = Retired { tree, statements };
+        }
         let mut shelf = self.shelf.shelf();
         shelf.lent = false;
         if std::mem::take(&mut shelf.cleared_while_lent) {
@@ -422,6 +444,51 @@ mod tests {
         drop(recall);
         assert!(memory.shelf().memory.statements.is_empty(), "cleared while lent");
         assert!(memory.open(tree).is_some(), "and free again");
+    }
+
+    /// A lint that only recalled gives the memory back as it was: what the statements its edit
+    /// changed had kept is still there for the next lint to find forgotten. One that kept
+    /// something and gives back, or panics, leaves nothing.
+    #[test]
+    fn a_memory_given_back_is_as_it_was_and_a_panicking_lint_leaves_nothing() {
+        let mut document = Document::new("x = 1; y = f(2, [3])\nz = y\nw = 4\n", 1);
+        let memory = StatementMemory::default();
+        check_placed(&mut document, &memory, "first");
+        let kept = memory.shelf().memory.statements.len();
+        let kept_tree = memory.shelf().memory.tree.clone().expect("kept");
+        document.edit(TextRange::empty(4), "10");
+        let tree = document.tree().clone();
+        let statements: Vec<_> = tree.root_node().children(&mut tree.walk()).collect();
+        let mut recall = memory.open(&tree).expect("not in use");
+        let recalled = statements.iter().filter(|s| recall.recall(**s).is_some()).count();
+        let forgotten = recall.forgotten().count();
+        assert!(recalled > 0 && forgotten > 0 && recalled + forgotten == kept);
+        recall.give_back();
+        {
+            let shelf = memory.shelf();
+            assert_eq!(shelf.memory.statements.len(), kept, "the edited statements' entries are back");
+            // A node's identity is the slot that holds it, and a statement's slot lies in the
+            // module's node: the same in a tree and its clones, another in the reparsed tree.
+            let first_statement = |tree: &Tree| tree.root_node().child(0).map(|n| n.id());
+            let kept_now = shelf.memory.tree.as_ref().and_then(first_statement);
+            assert_eq!(kept_now, first_statement(&kept_tree), "the tree kept is the one before");
+            assert_ne!(kept_now, first_statement(&tree));
+        }
+        let mut recall = memory.open(&tree).expect("not in use");
+        assert_eq!(statements.iter().filter(|s| recall.recall(**s).is_some()).count(), recalled);
+        assert_eq!(recall.forgotten().count(), forgotten, "and are found forgotten again");
+        recall.keep(statements[1], Vec::new());
+        recall.give_back();
+        assert!(memory.shelf().memory.statements.is_empty(), "kept, then given back");
+
+        check_placed(&mut document, &memory, "third");
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _recall = memory.open(&tree).expect("not in use");
+            panic!("a rule's check");
+        }));
+        assert!(panicked.is_err());
+        let shelf = memory.shelf();
+        assert!(shelf.memory.statements.is_empty() && shelf.memory.tree.is_none() && !shelf.lent);
     }
 
     /// Each fixture and example, edited inside and before its statements (a character typed at
