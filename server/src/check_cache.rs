@@ -82,8 +82,8 @@ impl CheckCache {
         self.loops.sweep();
     }
 
-    /// Work out, ahead of [`RecalledChecks::open`], what the whole file decides that takes long: the
-    /// kinds of its loops, from those the last lint kept where they still hold, and the
+    /// Work out, ahead of [`RecalledChecks::open`], what the whole file decides that takes long:
+    /// the kinds of its loops, from those the last lint kept where they still hold, and the
     /// frameworks it configures (both memoised in the model).
     pub fn prepare<'a>(&self, model: &Model<'a>, tree: &'a Tree) {
         self.classify_loops(model, tree);
@@ -148,7 +148,7 @@ impl CheckCache {
                 starts_a_line(text, *statement) && *kept.tail == *tail_after(text, start + kept.len)
             });
             if !holds {
-                // Recalled all the same: its keys are the statement's still.
+                // Its findings are made again; its keys, kept apart, are still the statement's.
                 *kept = None;
             }
         }
@@ -168,7 +168,8 @@ pub struct RecalledChecks<'c, 'a> {
 }
 
 impl<'c, 'a> RecalledChecks<'c, 'a> {
-    /// For a lint that found no rule to run: the kept checks stay as they were ([`Recall::give_back`]).
+    /// For a lint that found no rule to run: the kept checks stay as they were
+    /// ([`Recall::give_back`]).
     pub fn give_back(self) {
         self.recall.give_back();
     }
