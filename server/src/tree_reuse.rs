@@ -175,6 +175,7 @@ impl<T> StatementMemory<T> {
         let mut shelf = self.shelf();
         shelf.cleared_while_lent = shelf.lent;
         let forgotten = std::mem::take(&mut shelf.memory);
+        // Freed once the lock is let go: a lint that opens meanwhile does not wait for it.
         drop(shelf);
         drop(forgotten);
     }
