@@ -37,6 +37,8 @@ use tower_lsp_server::ls_types::Uri;
 struct Keystroke {
     range: TextRange,
     text: &'static str,
+    /// It types or deletes a character after a comment's `#`.
+    in_comment: bool,
 }
 
 /// The keystrokes of `bench.py`'s `edits()`: type a comment or ` * 2` at the end of a loss line
@@ -78,11 +80,14 @@ fn keystrokes(text: &str, count: usize, anywhere: bool, sweep: Option<usize>) ->
     let mut produced = Vec::with_capacity(count + 16);
     for (line, fragment) in places {
         let end_of_line = line_starts[line] + lines[line].len();
+        let in_comment = |i: usize| fragment[..i].contains('#');
         for i in 0..fragment.len() {
-            produced.push(Keystroke { range: TextRange::empty(end_of_line + i), text: &fragment[i..=i] });
+            let range = TextRange::empty(end_of_line + i);
+            produced.push(Keystroke { range, text: &fragment[i..=i], in_comment: in_comment(i) });
         }
         for i in (0..fragment.len()).rev() {
-            produced.push(Keystroke { range: TextRange::new(end_of_line + i, end_of_line + i + 1), text: "" });
+            let range = TextRange::new(end_of_line + i, end_of_line + i + 1);
+            produced.push(Keystroke { range, text: "", in_comment: in_comment(i) });
         }
     }
     if sweep.is_none() {
@@ -196,6 +201,9 @@ fn main() {
 
     let (mut edit, mut linting, mut framing, mut total) =
         (Phase::default(), Phase::default(), Phase::default(), Phase::default());
+    // The keystrokes that type code or blank space, apart: those inside a comment need no
+    // reparse, and those left set the tail.
+    let mut in_code = Phase::default();
     let mut published_bytes = 0;
     for (n, keystroke) in keystrokes(&text, count, anywhere, None).iter().enumerate() {
         let version = n as i32 + 2;
@@ -229,6 +237,9 @@ fn main() {
         linting.0.push(linted - edited);
         framing.0.push(framed - linted);
         total.0.push(done - started);
+        if !keystroke.in_comment {
+            in_code.0.push(done - started);
+        }
         if verify {
             let fresh = lint(current, &parse(current, None), context, &settings);
             let describe =
@@ -241,4 +252,5 @@ fn main() {
     linting.report("lint_again");
     framing.report("convert and frame the publish");
     total.report("total");
+    in_code.report(&format!("total, {} outside comments", in_code.0.len()));
 }

@@ -11,7 +11,7 @@ use ropey::Rope;
 use tree_sitter::{InputEdit, Point, Tree};
 
 use crate::parse::parse;
-use crate::reparse_span::span_to_reparse;
+use crate::reparse_span::{inside_a_comment, span_to_reparse};
 use crate::text::TextRange;
 use crate::tree_reuse::settled;
 
@@ -29,13 +29,23 @@ pub struct Document {
     tree: Option<Tree>,
     /// Edited since the last parse: the tree has been told of the edits but not reparsed.
     reparse_pending: bool,
+    /// What edits inside comments, which need no reparse, would have told a reparse of (see
+    /// [`inside_a_comment`]): told to the next reparse, before the edit that needs it.
+    untold: Option<TextRange>,
     version: i32,
 }
 
 impl Document {
     pub fn new(text: &str, version: i32) -> Self {
         let tree = Some(parse(text, None));
-        Self { rope: Rope::from_str(text), text: Arc::new(text.to_owned()), tree, reparse_pending: false, version }
+        Self {
+            rope: Rope::from_str(text),
+            text: Arc::new(text.to_owned()),
+            tree,
+            reparse_pending: false,
+            untold: None,
+            version,
+        }
     }
 
     /// A document whose tree is parsed on first use.
@@ -45,6 +55,7 @@ impl Document {
             text: Arc::new(text.to_owned()),
             tree: None,
             reparse_pending: false,
+            untold: None,
             version,
         }
     }
@@ -77,6 +88,7 @@ impl Document {
     /// tree reads memory all over it.
     pub fn take_tree(&mut self) -> Option<Tree> {
         self.reparse_pending = false;
+        self.untold = None;
         self.tree.take()
     }
 
@@ -118,15 +130,42 @@ impl Document {
 
     /// [`Document::edit`] without the reparse, which [`Document::reparse`] then makes once for
     /// all the edits of a change. Until then the tree is not of the text: it is not handed out.
+    ///
+    /// An edit inside a comment leaves the tree the text's tree without a reparse (see
+    /// [`inside_a_comment`]): the tree is told of it as it is, and the next reparse is told of
+    /// what a reparse of it would have been told.
     pub fn edit_text(&mut self, range: TextRange, new_text: &str) {
         let start_char = self.rope.byte_to_char(range.start);
         let end_char = self.rope.byte_to_char(range.end);
         // What the tree is told changed: `range`, or more of the unchanged text around it where
         // that keeps the reparse from parsing the rest of the file anew (see `reparse_span`).
+        let mut needs_reparse = true;
         let told = self.tree.as_ref().map(|tree| {
-            let told = span_to_reparse(&self.text, tree, range, new_text);
-            (told, self.point(told.start), self.point(told.end))
+            let span = span_to_reparse(&self.text, tree, range, new_text);
+            if self.reparse_pending || !inside_a_comment(&self.text, tree, range, new_text) {
+                return span;
+            }
+            needs_reparse = false;
+            let span = span.after_edit(range, new_text.len());
+            let untold = self.untold.map(|untold| untold.after_edit(range, new_text.len()));
+            self.untold = Some(untold.map_or(span, |untold| untold.cover(span)));
+            range
         });
+        if needs_reparse && let Some(untold) = self.untold.take() {
+            // Told as text that changed into itself: the reparse that follows lexes it anew.
+            let (start_position, end_position) = (self.point(untold.start), self.point(untold.end));
+            if let Some(tree) = &mut self.tree {
+                tree.edit(&InputEdit {
+                    start_byte: untold.start,
+                    old_end_byte: untold.end,
+                    new_end_byte: untold.end,
+                    start_position,
+                    old_end_position: end_position,
+                    new_end_position: end_position,
+                });
+            }
+        }
+        let told = told.map(|told| (told, self.point(told.start), self.point(told.end)));
 
         self.rope.remove(start_char..end_char);
         self.rope.insert(start_char, new_text);
@@ -153,7 +192,12 @@ impl Document {
         text.push_str(&self.text[range.end..]);
         debug_assert_eq!(text.len(), self.rope.len_bytes());
         self.text = Arc::new(text);
-        self.reparse_pending = true;
+        self.reparse_pending |= needs_reparse;
+    }
+
+    /// Whether the tree waits for a reparse of the last edits ([`Document::reparse`]).
+    pub fn needs_reparse(&self) -> bool {
+        self.reparse_pending
     }
 
     /// Reparse after [`Document::edit_text`], against the tree before the edits.

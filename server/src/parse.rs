@@ -2,7 +2,7 @@
 
 use std::cell::RefCell;
 
-use tree_sitter::{Language, Parser, Tree};
+use tree_sitter::{Language, Parser, Point, Tree};
 
 pub fn python() -> Language {
     tree_sitter_python::LANGUAGE.into()
@@ -40,6 +40,28 @@ pub fn error_count(tree: &Tree) -> usize {
             }
             if !cursor.goto_parent() {
                 return count;
+            }
+        }
+    }
+}
+
+/// A node's kind and place: its byte range and its start and end points.
+pub type NodePlace = (u16, std::ops::Range<usize>, Point, Point);
+
+/// Every node of `tree` in order, with its place. An incrementally reparsed tree is right when
+/// its layout is a fresh parse's; an S-expression leaves out where the nodes are.
+pub fn layout(tree: &Tree) -> Vec<NodePlace> {
+    let mut nodes = Vec::new();
+    let mut cursor = tree.walk();
+    loop {
+        let node = cursor.node();
+        nodes.push((node.kind_id(), node.byte_range(), node.start_position(), node.end_position()));
+        if cursor.goto_first_child() {
+            continue;
+        }
+        while !cursor.goto_next_sibling() {
+            if !cursor.goto_parent() {
+                return nodes;
             }
         }
     }

@@ -36,9 +36,17 @@
 //! those after it, for as long as each has a syntax error or does not start its line.
 //!
 //! Edits that touch no line break meet no INDENT or DEDENT and are described as they are.
+//!
+//! An edit inside a comment needs no reparse at all ([`inside_a_comment`]). The lexer takes a
+//! comment to the end of its line whatever it holds, and the scanner skips its text, so the
+//! edit changes no token but the comment and no scanner state. Told of the edit as it is,
+//! tree-sitter moves and resizes the nodes around it, and the tree is the new text's tree. The
+//! span a reparse would have been told is told to the next reparse: the tokens around the
+//! comment are then lexed anew, as if the keystroke had been reparsed.
 
 use tree_sitter::{Node, Tree};
 
+use crate::grammar_ids::COMMENT;
 use crate::text::{TextRange, line_start, starts_a_line};
 
 /// The old text's bytes to describe to tree-sitter as replaced when `range` of `text` is
@@ -87,6 +95,23 @@ pub fn span_to_reparse(text: &str, tree: &Tree, range: TextRange, inserted: &str
         code = run_of_space_after(bytes, damaged.end_byte());
     }
     TextRange::new(start.min(range.start), next_char_end(text, code).max(range.end))
+}
+
+/// Whether replacing `range` of `text` by `inserted` changes nothing but the text of one comment
+/// of `tree`: the edit lies after the comment's `#`, neither side of it holds a line break or a
+/// form feed (which end a line or reset its indentation) or a NUL (which the scanner takes for
+/// the end of the input), and the tree has no syntax error, whose recovery a reparse may redo
+/// differently.
+pub fn inside_a_comment(text: &str, tree: &Tree, range: TextRange, inserted: &str) -> bool {
+    let breaks_a_line = |s: &str| s.bytes().any(|b| matches!(b, b'\n' | b'\r' | b'\x0c' | b'\0'));
+    let root = tree.root_node();
+    if range.start == 0 || root.has_error() || breaks_a_line(inserted) || breaks_a_line(&text[range.start..range.end]) {
+        return false;
+    }
+    // The smallest node holding the byte before the edit and the edit: a comment that holds both
+    // holds the edit after its `#`, the insertion at its very end included.
+    root.descendant_for_byte_range(range.start - 1, range.end)
+        .is_some_and(|node| COMMENT.contains(node) && node.start_byte() < range.start && range.end <= node.end_byte())
 }
 
 /// The last of the top-level statements from `first` on that each have a syntax error or do not
@@ -157,6 +182,7 @@ mod tests {
     use tree_sitter::{InputEdit, Point};
 
     use super::*;
+    use crate::document::Document;
     use crate::parse::parse;
     use crate::tree_reuse::{settled, statements_not_shared};
 
@@ -375,15 +401,115 @@ def score_{n}(model, x):
             let deleting = (at < text.len()).then(|| (TextRange::new(at, at + next_char), ""));
             let typing = ["#", " ", "x", "\n", ":", "("].map(|typed| (TextRange::empty(at), typed));
             for (range, inserted) in typing.into_iter().chain(deleting) {
-                let mut document = crate::document::Document::new(text, 1);
+                let mut document = Document::new(text, 1);
                 document.edit(range, inserted);
                 let fresh = parse(document.text(), None);
-                assert_eq!(
-                    document.tree().root_node().to_sexp(),
-                    fresh.root_node().to_sexp(),
-                    "{range:?} {inserted:?}"
-                );
+                assert_same_layout(&document.tree().clone(), &fresh, &format!("{range:?} {inserted:?}"));
             }
+        }
+    }
+
+    /// The two trees have the same nodes in the same places (a tree's S-expression leaves out
+    /// where its nodes are).
+    fn assert_same_layout(tree: &Tree, fresh: &Tree, what: &str) {
+        let (nodes, fresh_nodes) = (crate::parse::layout(tree), crate::parse::layout(fresh));
+        let first_difference = nodes.iter().zip(&fresh_nodes).position(|(a, b)| a != b);
+        assert!(
+            nodes == fresh_nodes,
+            "{what}: node {first_difference:?} differs: {:?} against a fresh parse's {:?}",
+            first_difference.map(|i| &nodes[i]),
+            first_difference.map(|i| &fresh_nodes[i]),
+        );
+    }
+
+    /// Typing and deleting inside a comment, at every place after its `#`, its end included: the
+    /// tree is not reparsed, and it is a fresh parse's tree node for node. Characters that end a
+    /// line, reset its indentation or end the input, and edits of the `#` itself, are reparsed.
+    #[test]
+    fn typing_inside_a_comment_needs_no_reparse() {
+        let text = "import torch\n\ndef f(x):\n    y = x  # 显存 😀\n    # own line \\\n    return y\n# last\r\n\nclass A:\n    pass  # end of input";
+        let tree = parse(text, None);
+        let root = tree.root_node();
+        let mut cursor = root.walk();
+        let mut comments = Vec::new();
+        loop {
+            let node = cursor.node();
+            if node.kind() == "comment" {
+                comments.push(TextRange::of(node));
+            }
+            if cursor.goto_first_child() {
+                continue;
+            }
+            while !cursor.goto_next_sibling() {
+                if !cursor.goto_parent() {
+                    break;
+                }
+            }
+            if cursor.node() == root {
+                break;
+            }
+        }
+        assert_eq!(comments.len(), 4);
+        let unreparsed = ["x", " ", "#", "\\", "\"", "'", ")", ":", "\t", "é", "😀", "\u{2028}", "\u{85}"];
+        let reparsed = ["\n", "\r", "\x0c", "\0", "a\nb"];
+        for comment in comments {
+            for at in (comment.start..=comment.end).filter(|&at| text.is_char_boundary(at)) {
+                let next_char = text[at..].chars().next().map_or(0, char::len_utf8);
+                let deleting = (at < comment.end).then(|| (TextRange::new(at, at + next_char), ""));
+                let typing = unreparsed.iter().chain(&reparsed).map(|typed| (TextRange::empty(at), *typed));
+                for (range, inserted) in typing.chain(deleting) {
+                    let mut document = Document::new(text, 1);
+                    document.edit_text(range, inserted);
+                    // The comment's text holds the `\r` of its line's CRLF: taking it out is reparsed.
+                    let removed = &text[range.start..range.end];
+                    let inside = range.start > comment.start && !reparsed.contains(&inserted) && removed != "\r";
+                    assert_eq!(document.needs_reparse(), !inside, "{range:?} {inserted:?}");
+                    let fresh = parse(document.text(), None);
+                    assert_same_layout(document.tree(), &fresh, &format!("{range:?} {inserted:?}"));
+                }
+            }
+        }
+    }
+
+    /// A comment typed a character at a time: at the end of a block's last line before a dedent,
+    /// at the end of a function's header, on a blank line between two methods. Then a name typed
+    /// and deleted in a function further down, and the comment taken out again. The keystrokes
+    /// after the `#` are not reparsed; each reparse after them, told what theirs would have been
+    /// told, rebuilds the statements around its edit, not the rest of the file.
+    #[test]
+    fn a_reparse_after_keystrokes_inside_a_comment_rebuilds_little() {
+        let text = script();
+        let elsewhere = text.match_indices("        loss = model").nth(100).expect("the script holds the place");
+        let places = [
+            "        total += loss.item()\n    return total",
+            "def train_3(model, loader):",
+            "        super().__init__()\n",
+        ];
+        for place in places {
+            let at = text.find(place).expect("the script holds the place") + place.len();
+            let typed = "  # warm up";
+            let name_at = elsewhere.0 + elsewhere.1.len() + typed.len();
+            let typing = (0..typed.len()).map(|i| (TextRange::empty(at + i), &typed[i..=i]));
+            let naming = [(TextRange::empty(name_at), "_"), (TextRange::new(name_at, name_at + 1), "")];
+            let deleting = (0..typed.len()).rev().map(|i| (TextRange::new(at + i, at + i + 1), ""));
+            let mut document = Document::unparsed(&text, 1);
+            let mut tree = document.settled_tree();
+            let mut unreparsed = 0;
+            for (range, inserted) in typing.chain(naming).chain(deleting) {
+                document.edit_text(range, inserted);
+                unreparsed += usize::from(!document.needs_reparse());
+                let edited = document.tree().clone();
+                let fresh = parse(document.text(), None);
+                assert_same_layout(&edited, &fresh, &format!("{place:?} {range:?} {inserted:?}"));
+                // At most the statements around the edit, and after keystrokes inside the
+                // comment the two around it too; told nothing of those keystrokes, the reparse
+                // of the name rebuilds all 300 statements after the comment.
+                let rebuilt = statements_not_shared(&tree, &edited);
+                assert!(rebuilt <= 4, "{place:?} {range:?} {inserted:?}: {rebuilt} top-level statements rebuilt");
+                tree = edited;
+            }
+            assert_eq!(document.text(), text);
+            assert_eq!(unreparsed, 2 * " warm up".len(), "{place:?}");
         }
     }
 

@@ -38,6 +38,25 @@ impl TextRange {
     pub fn intersects(&self, other: TextRange) -> bool {
         self.start < other.end && other.start < self.end
     }
+
+    /// The smallest range holding both.
+    pub fn cover(self, other: TextRange) -> Self {
+        Self::new(self.start.min(other.start), self.end.max(other.end))
+    }
+
+    /// This range of a text, in the text after `edited` is replaced by `inserted` bytes: moved
+    /// with the text after the edit, and stretched over the edit where the two meet.
+    pub fn after_edit(self, edited: TextRange, inserted: usize) -> Self {
+        let moved = |at: usize| at - edited.len() + inserted;
+        if self.end < edited.start {
+            self
+        } else if self.start > edited.end {
+            Self::new(moved(self.start), moved(self.end))
+        } else {
+            let end = if self.end >= edited.end { moved(self.end) } else { edited.start + inserted };
+            Self::new(self.start.min(edited.start), end)
+        }
+    }
 }
 
 /// Where two texts differ: the bytes between what they begin with alike and what they end with.
@@ -236,6 +255,28 @@ mod tests {
             assert_eq!(applied, after);
         }
         assert_eq!(Difference::edit("same\n", "same\n"), None);
+    }
+
+    /// A range before an edit stays, one after it moves by what the edit added or took away, and
+    /// one that meets the edit stretches over what was inserted.
+    #[test]
+    fn a_range_follows_an_edit() {
+        let range = TextRange::new(10, 20);
+        let cases = [
+            ((30, 35), 1, (10, 20)),
+            ((0, 5), 2, (7, 17)),
+            ((0, 0), 3, (13, 23)),
+            ((12, 14), 5, (10, 23)),
+            ((5, 12), 0, (5, 13)),
+            ((15, 25), 1, (10, 16)),
+            ((20, 20), 4, (10, 24)),
+            ((8, 22), 2, (8, 10)),
+        ];
+        for ((start, end), inserted, (new_start, new_end)) in cases {
+            let edited = TextRange::new(start, end);
+            assert_eq!(range.after_edit(edited, inserted), TextRange::new(new_start, new_end), "{edited:?} {inserted}");
+        }
+        assert_eq!(TextRange::new(3, 5).cover(TextRange::new(8, 9)), TextRange::new(3, 9));
     }
 
     #[test]

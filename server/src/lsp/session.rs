@@ -79,8 +79,13 @@ impl OpenDocument {
     }
 
     /// Reparse the edited text. Meanwhile, on the other core, the rules that could fire on it
-    /// are judged for the lint that follows (see [`StatementCache::judge_ahead`]).
+    /// are judged for the lint that follows (see [`StatementCache::judge_ahead`]). Edits that
+    /// need no reparse (inside a comment) leave the judgement to the lint, where it overlaps
+    /// with the model's build.
     pub fn reparse(&mut self) {
+        if !self.document.needs_reparse() {
+            return;
+        }
         let (text, statements) = (self.document.shared_text(), Arc::clone(&self.statements));
         beside::join(|| self.document.reparse(), move || statements.judge_ahead(&text));
     }
