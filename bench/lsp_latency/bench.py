@@ -8,6 +8,10 @@ second way, at the moment the publish's last byte was read, before this client d
 that is the server's share, without the decoding of a large publish in Python (an editor decodes
 it too, at its own speed).
 
+The keystrokes that type or delete inside a comment (after its `#`) are also left out of a second
+pair of figures, code_p50_ms and code_p99_ms: a server may treat them apart (culint does not
+reparse them), and the others set the tail.
+
 Python's cyclic garbage collector is paused while the edits are replayed, as `timeit` pauses it
 by default: a collection starts whenever this client has allocated enough objects, and decoding
 a large publish allocates thousands, so its pauses land on arbitrary samples and are the client's

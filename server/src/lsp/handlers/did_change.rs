@@ -201,6 +201,42 @@ mod protocol_tests {
         client.shutdown().await;
     }
 
+    /// Keystrokes inside a comment are not reparsed (see `Document::edit_text`): the findings
+    /// still follow them. CUL202's fix moves the flagged line with its comment, so it carries the
+    /// comment as typed; and a suppression typed into the comment takes effect.
+    #[tokio::test]
+    async fn typing_inside_a_comment_updates_the_fix_and_the_suppression() {
+        let (mut client, _) = TestClient::start(basic_capabilities(), json!({})).await;
+        let file = uri("release.py");
+        let line = "    torch.cuda.empty_cache()  # free";
+        client
+            .open(&file, &format!("import torch\n\ndef step(batch):\n    out = batch * 2\n{line}\n    del out\n"))
+            .await;
+        assert_eq!(client.diagnostics(&file, 1).await.len(), 1);
+        let mut version = 1;
+        let end = line.len() as u32;
+        for (i, typed) in " now".char_indices() {
+            version += 1;
+            let at = end + i as u32;
+            client.notify("textDocument/didChange", edit(&file, version, (4, at), (4, at), &typed.to_string())).await;
+        }
+        let found = client.diagnostics(&file, version).await;
+        let moved = found.first().and_then(|d| d["data"].as_str()).is_some_and(|data| data.contains("# free now"));
+        assert!(found.len() == 1 && moved, "the fix moves the comment as typed: {found:#?}");
+        // "free now" out a character at a time, then a suppression in.
+        for at in (32..end + 4).rev() {
+            version += 1;
+            client.notify("textDocument/didChange", edit(&file, version, (4, at), (4, at + 1), "")).await;
+        }
+        for (i, typed) in "culint: ignore[CUL202]".char_indices() {
+            version += 1;
+            let at = 32 + i as u32;
+            client.notify("textDocument/didChange", edit(&file, version, (4, at), (4, at), &typed.to_string())).await;
+        }
+        assert_eq!(client.diagnostics(&file, version).await, Vec::<serde_json::Value>::new());
+        client.shutdown().await;
+    }
+
     #[tokio::test]
     async fn a_burst_of_edits_ends_with_diagnostics_for_the_last_version() {
         let (mut client, _) = TestClient::start(basic_capabilities(), json!({"showSyntaxErrors": true})).await;
