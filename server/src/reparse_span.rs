@@ -428,27 +428,12 @@ def score_{n}(model, x):
     #[test]
     fn typing_inside_a_comment_needs_no_reparse() {
         let text = "import torch\n\ndef f(x):\n    y = x  # 显存 😀\n    # own line \\\n    return y\n# last\r\n\nclass A:\n    pass  # end of input";
-        let tree = parse(text, None);
-        let root = tree.root_node();
-        let mut cursor = root.walk();
-        let mut comments = Vec::new();
-        loop {
-            let node = cursor.node();
-            if node.kind() == "comment" {
-                comments.push(TextRange::of(node));
-            }
-            if cursor.goto_first_child() {
-                continue;
-            }
-            while !cursor.goto_next_sibling() {
-                if !cursor.goto_parent() {
-                    break;
-                }
-            }
-            if cursor.node() == root {
-                break;
-            }
-        }
+        let comment = crate::parse::python().id_for_node_kind("comment", true);
+        let comments: Vec<TextRange> = crate::parse::layout(&parse(text, None))
+            .into_iter()
+            .filter(|(kind, ..)| *kind == comment)
+            .map(|(_, bytes, ..)| TextRange::new(bytes.start, bytes.end))
+            .collect();
         assert_eq!(comments.len(), 4);
         let unreparsed = ["x", " ", "#", "\\", "\"", "'", ")", ":", "\t", "é", "😀", "\u{2028}", "\u{85}"];
         let reparsed = ["\n", "\r", "\x0c", "\0", "a\nb"];
