@@ -30,8 +30,9 @@ pub struct Document {
     /// Edited since the last parse: the tree has been told of the edits but not reparsed.
     reparse_pending: bool,
     /// What edits inside comments, which need no reparse, would have told a reparse of (see
-    /// [`inside_a_comment`]): told to the next reparse, before the edit that needs it.
-    untold: Option<TextRange>,
+    /// [`inside_a_comment`]): told to the next reparse, before the edit that needs it. Spans
+    /// apart are kept apart: told as one, the text between two comments would be parsed anew.
+    untold: Vec<TextRange>,
     version: i32,
 }
 
@@ -43,7 +44,7 @@ impl Document {
             text: Arc::new(text.to_owned()),
             tree,
             reparse_pending: false,
-            untold: None,
+            untold: Vec::new(),
             version,
         }
     }
@@ -55,7 +56,7 @@ impl Document {
             text: Arc::new(text.to_owned()),
             tree: None,
             reparse_pending: false,
-            untold: None,
+            untold: Vec::new(),
             version,
         }
     }
@@ -88,7 +89,7 @@ impl Document {
     /// tree reads memory all over it.
     pub fn take_tree(&mut self) -> Option<Tree> {
         self.reparse_pending = false;
-        self.untold = None;
+        self.untold.clear();
         self.tree.take()
     }
 
@@ -147,11 +148,15 @@ impl Document {
             }
             needs_reparse = false;
             let span = span.after_edit(range, new_text.len());
-            let untold = self.untold.map(|untold| untold.after_edit(range, new_text.len()));
-            self.untold = Some(untold.map_or(span, |untold| untold.cover(span)));
+            self.untold.iter_mut().for_each(|untold| *untold = untold.after_edit(range, new_text.len()));
+            match self.untold.iter_mut().find(|untold| untold.start <= span.end && span.start <= untold.end) {
+                Some(meeting) => *meeting = meeting.cover(span),
+                None => self.untold.push(span),
+            }
             range
         });
-        if needs_reparse && let Some(untold) = self.untold.take() {
+        let untold = if needs_reparse { std::mem::take(&mut self.untold) } else { Vec::new() };
+        for untold in untold {
             // Told as text that changed into itself: the reparse that follows lexes it anew.
             let (start_position, end_position) = (self.point(untold.start), self.point(untold.end));
             if let Some(tree) = &mut self.tree {

@@ -498,6 +498,31 @@ def score_{n}(model, x):
         }
     }
 
+    /// Typing in a comment near the top of a file and in one near its end, then a name between
+    /// them: the reparse is told of the two comments apart, and does not parse the text between
+    /// them anew.
+    #[test]
+    fn keystrokes_in_comments_far_apart_are_told_apart() {
+        let text = script();
+        let comment = "        # No parameters of its own.";
+        let first = text.find(comment).expect("the script holds the comment") + comment.len();
+        let last = text.match_indices(comment).nth(140).expect("the script holds the comment").0 + comment.len();
+        let name = text.match_indices("        loss = model").nth(70).expect("the script holds the place");
+        let name_at = name.0 + name.1.len() + 1;
+        let mut document = Document::unparsed(&text, 1);
+        let tree = document.settled_tree();
+        document.edit_text(TextRange::empty(last), "!");
+        document.edit_text(TextRange::empty(first), "!");
+        assert!(!document.needs_reparse());
+        document.edit_text(TextRange::empty(name_at), "_");
+        let edited = document.tree().clone();
+        assert_same_layout(&edited, &parse(document.text(), None), "the name");
+        // The statements around each comment and around the name; told as one span, the 283
+        // between the comments.
+        let rebuilt = statements_not_shared(&tree, &edited);
+        assert!(rebuilt <= 9, "{rebuilt} top-level statements rebuilt");
+    }
+
     #[test]
     fn an_edit_inside_a_line_is_told_as_it_is() {
         let text = "x = torch.ones(3)\ny = x\n";
