@@ -147,10 +147,8 @@ mod tests {
     fn membership_agrees_with_kind_names_on_every_node() {
         let text = "import torch\nmatch = 1\nclass A:\n    def f(self):\n        for x in y: g(lambda: x)\nwhile z: s = 'cuda'\nwith a as b: pass\n";
         let tree = parse(text, None);
-        let mut cursor = tree.walk();
         let mut seen = 0;
-        loop {
-            let node = cursor.node();
+        crate::parse::visit_nodes(&tree, |node| {
             for (set, names) in [
                 (&*LOOP, &["for_statement", "while_statement"][..]),
                 (&*FUNCTION_BOUNDARY, &["function_definition", "class_definition", "lambda"][..]),
@@ -161,15 +159,8 @@ mod tests {
                 assert_eq!(set.contains(node), node.is_named() && names.contains(&node.kind()), "{}", node.kind());
             }
             seen += 1;
-            if cursor.goto_first_child() {
-                continue;
-            }
-            while !cursor.goto_next_sibling() {
-                if !cursor.goto_parent() {
-                    assert!(seen > 40);
-                    return;
-                }
-            }
-        }
+            true
+        });
+        assert!(seen > 40);
     }
 }

@@ -2,7 +2,7 @@
 
 use std::cell::RefCell;
 
-use tree_sitter::{Language, Parser, Point, Tree};
+use tree_sitter::{Language, Node, Parser, Point, Tree};
 
 pub fn python() -> Language {
     tree_sitter_python::LANGUAGE.into()
@@ -24,25 +24,12 @@ pub fn parse(text: &str, old: Option<&Tree>) -> Tree {
 
 /// How many ERROR or MISSING nodes a tree holds: fixes must never raise this number.
 pub fn error_count(tree: &Tree) -> usize {
-    let mut cursor = tree.walk();
     let mut count = 0;
-    loop {
-        let node = cursor.node();
-        if node.is_error() || node.is_missing() {
-            count += 1;
-        }
-        if node.has_error() && cursor.goto_first_child() {
-            continue;
-        }
-        loop {
-            if cursor.goto_next_sibling() {
-                break;
-            }
-            if !cursor.goto_parent() {
-                return count;
-            }
-        }
-    }
+    visit_nodes(tree, |node| {
+        count += usize::from(node.is_error() || node.is_missing());
+        node.has_error()
+    });
+    count
 }
 
 /// A node's kind and place: its byte range and its start and end points.
@@ -52,16 +39,24 @@ pub type NodePlace = (u16, std::ops::Range<usize>, Point, Point);
 /// its layout is a fresh parse's; an S-expression leaves out where the nodes are.
 pub fn layout(tree: &Tree) -> Vec<NodePlace> {
     let mut nodes = Vec::new();
+    visit_nodes(tree, |node| {
+        nodes.push((node.kind_id(), node.byte_range(), node.start_position(), node.end_position()));
+        true
+    });
+    nodes
+}
+
+/// Visit the nodes of `tree` in order, anonymous ones included, with a cursor (nothing is
+/// allocated per node); `visit` says whether to go into the node's children.
+pub fn visit_nodes(tree: &Tree, mut visit: impl FnMut(Node<'_>) -> bool) {
     let mut cursor = tree.walk();
     loop {
-        let node = cursor.node();
-        nodes.push((node.kind_id(), node.byte_range(), node.start_position(), node.end_position()));
-        if cursor.goto_first_child() {
+        if visit(cursor.node()) && cursor.goto_first_child() {
             continue;
         }
         while !cursor.goto_next_sibling() {
             if !cursor.goto_parent() {
-                return nodes;
+                return;
             }
         }
     }
