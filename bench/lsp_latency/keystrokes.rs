@@ -5,11 +5,12 @@
 //!
 //! Usage:
 //!   python3 bench/lsp_latency/corpus.py 10000 > /tmp/train.py
-//!   cargo run --release --example keystrokes -- /tmp/train.py [--edits N] [--idle MS] [--anywhere] [--verify]
+//!   cargo run --release --example keystrokes -- /tmp/train.py [--edits N] [--idle MS] [--anywhere] [--verify] [--slowest N]
 //!   cargo run --release --example keystrokes -- /tmp/train.py --sweep STEP
 //!
 //! `--anywhere` types where `bench.py --anywhere` does: at the end of any line outside strings and
-//! comments, not only in training loops. `--verify` also lints each keystroke's text from scratch and stops at the first difference
+//! comments, not only in training loops. `--slowest N` lists the N slowest keystrokes: where they
+//! typed what, and each phase's time. `--verify` also lints each keystroke's text from scratch and stops at the first difference
 //! from the incremental lint. `--idle MS` sleeps that long before each keystroke, as the server
 //! waits while its client decodes a publish and types the next key: back to back, a keystroke
 //! runs on warm caches and cores that a server rarely has (BENCHMARKS.md). `--sweep STEP` types
@@ -128,6 +129,7 @@ fn main() {
     let mut anywhere = false;
     let mut sweep = None;
     let mut idle = Duration::ZERO;
+    let mut slowest = 0;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -138,6 +140,12 @@ fn main() {
                 })
             }
             "--verify" => verify = true,
+            "--slowest" => {
+                slowest = args.next().and_then(|n| n.parse().ok()).unwrap_or_else(|| {
+                    eprintln!("--slowest takes a number of keystrokes");
+                    std::process::exit(2)
+                })
+            }
             "--anywhere" => anywhere = true,
             "--sweep" => {
                 sweep = Some(args.next().and_then(|n| n.parse().ok()).filter(|n| *n > 0).unwrap_or_else(|| {
@@ -159,7 +167,7 @@ fn main() {
     }
     let Some(path) = path else {
         eprintln!(
-            "usage: keystrokes SCRIPT [--edits N] [--idle MS] [--anywhere] [--verify] [--sweep STEP] (see the top of bench/lsp_latency/keystrokes.rs)"
+            "usage: keystrokes SCRIPT [--edits N] [--idle MS] [--anywhere] [--verify] [--slowest N] [--sweep STEP] (see the top of bench/lsp_latency/keystrokes.rs)"
         );
         std::process::exit(2);
     };
@@ -205,7 +213,8 @@ fn main() {
     // reparse, and those left set the tail.
     let mut in_code = Phase::default();
     let mut published_bytes = 0;
-    for (n, keystroke) in keystrokes(&text, count, anywhere, None).iter().enumerate() {
+    let keystrokes = keystrokes(&text, count, anywhere, None);
+    for (n, keystroke) in keystrokes.iter().enumerate() {
         let version = n as i32 + 2;
         if !idle.is_zero() {
             std::thread::sleep(idle);
@@ -253,4 +262,25 @@ fn main() {
     framing.report("convert and frame the publish");
     total.report("total");
     in_code.report(&format!("total, {} outside comments", in_code.0.len()));
+    report_slowest(&text, &keystrokes, &[&edit, &linting, &framing, &total], slowest);
+}
+
+/// The `count` slowest keystrokes, with where they typed what and each phase's time.
+fn report_slowest(text: &str, keystrokes: &[Keystroke], phases: &[&Phase; 4], count: usize) {
+    let [edit, linting, framing, total] = phases;
+    let mut order: Vec<usize> = (0..keystrokes.len()).collect();
+    order.sort_by_key(|&n| std::cmp::Reverse(total.0[n]));
+    let millis = |phase: &Phase, n: usize| phase.0[n].as_secs_f64() * 1e3;
+    for n in order.into_iter().take(count) {
+        let keystroke = &keystrokes[n];
+        let line = text[..keystroke.range.start].matches('\n').count() + 1;
+        let what = if keystroke.text.is_empty() { "delete".to_owned() } else { format!("type {:?}", keystroke.text) };
+        println!(
+            "keystroke {n:4} line {line:5} {what:<12} total {:6.2} ms = edit {:5.2} + lint {:5.2} + frame {:5.2}",
+            millis(total, n),
+            millis(edit, n),
+            millis(linting, n),
+            millis(framing, n)
+        );
+    }
 }

@@ -27,6 +27,7 @@ static JOBS: LazyLock<Sender<Job>> = LazyLock::new(|| {
         .name("culint-beside".to_owned())
         .spawn(move || {
             ON_THE_THREAD.set(true);
+            apart::register_the_thread_beside();
             queue.into_iter().for_each(|job| job());
         })
         .expect("a thread for work beside edits");
@@ -37,6 +38,77 @@ thread_local! {
     /// Set on the thread itself: a job there that asks for work beside it runs it in place,
     /// rather than waiting on itself.
     static ON_THE_THREAD: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Where the thread beside may run. Woken by a busy thread, it is often put on that thread's CPU
+/// even with another CPU idle (on the 2-core benchmark VM, in one keystroke of eight), and there
+/// it waits for the thread that woke it: the two halves of the work run one after the other, and
+/// such a keystroke takes a millisecond longer (BENCHMARKS.md). So, before work is handed over,
+/// the thread beside is let run on any CPU it could run on when it started, except the CPU of the
+/// thread handing the work over. The kernel is told only when that CPU changes: most keystrokes
+/// cost one `sched_getcpu`.
+#[cfg(target_os = "linux")]
+mod apart {
+    use std::sync::OnceLock;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// The thread beside's id, and the CPUs it was allowed when it started.
+    static THE_THREAD_BESIDE: OnceLock<(libc::pid_t, libc::cpu_set_t)> = OnceLock::new();
+    /// The CPU the thread beside is kept off now (`usize::MAX`: none yet).
+    static KEPT_OFF: AtomicUsize = AtomicUsize::new(usize::MAX);
+
+    /// Called on the thread beside when it starts.
+    pub fn register_the_thread_beside() {
+        // SAFETY: an all-zero `cpu_set_t` is an empty set, `sched_getaffinity` writes at most the
+        // size it is given into it, and `gettid` has no preconditions.
+        unsafe {
+            let mut allowed: libc::cpu_set_t = std::mem::zeroed();
+            if libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut allowed) == 0 {
+                let _ = THE_THREAD_BESIDE.set((libc::gettid(), allowed));
+            }
+        }
+    }
+
+    /// Called by a thread about to hand work to the thread beside.
+    pub fn keep_beside_off_this_cpu() {
+        let Some((thread, allowed)) = THE_THREAD_BESIDE.get() else {
+            return;
+        };
+        // SAFETY: `sched_getcpu` has no preconditions; it returns -1 where it is not supported.
+        let Ok(cpu) = usize::try_from(unsafe { libc::sched_getcpu() }) else {
+            return;
+        };
+        if KEPT_OFF.swap(cpu, Ordering::Relaxed) == cpu {
+            return;
+        }
+        if let Some(elsewhere) = all_but(allowed, cpu) {
+            // SAFETY: `elsewhere` is a valid set of the size given. A failure (a sandbox that
+            // forbids the call) leaves the thread where it may run now, which is only slower.
+            unsafe { libc::sched_setaffinity(*thread, size_of::<libc::cpu_set_t>(), &elsewhere) };
+        }
+    }
+
+    /// The CPUs of `allowed` but `cpu`; `None` when `cpu` is not among them or is the only one.
+    pub(super) fn all_but(allowed: &libc::cpu_set_t, cpu: usize) -> Option<libc::cpu_set_t> {
+        if cpu >= libc::CPU_SETSIZE as usize {
+            return None;
+        }
+        let mut others = *allowed;
+        // SAFETY: `cpu` is below `CPU_SETSIZE`, so the set macros stay inside the set.
+        unsafe {
+            if !libc::CPU_ISSET(cpu, &others) || libc::CPU_COUNT(&others) < 2 {
+                return None;
+            }
+            libc::CPU_CLR(cpu, &mut others);
+        }
+        Some(others)
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+mod apart {
+    pub fn register_the_thread_beside() {}
+    pub fn keep_beside_off_this_cpu() {}
 }
 
 /// Run `here` on this thread and `beside` on the other one; returns both results once both are
@@ -60,6 +132,7 @@ where
     // has run or been dropped: the receive below waits for the job's message, or for the job's
     // sender to be dropped with it. A panic in `here` is caught first, so it cannot skip the wait.
     let job: Job = unsafe { std::mem::transmute::<Box<dyn FnOnce() + Send + '_>, Job>(job) };
+    apart::keep_beside_off_this_cpu();
     if let Err(unsent) = JOBS.send(job) {
         // The thread is gone (it cannot be, short of a bug): the work is done here instead.
         (unsent.0)();
@@ -221,6 +294,26 @@ mod tests {
         let ((), beside, after_on) = join_then(wait_for_it, || std::thread::current().id(), after);
         assert_eq!(after_on, beside, "the thread beside finished first");
         assert_ne!(after_on, std::thread::current().id());
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_thread_beside_may_run_on_every_allowed_cpu_but_the_one_handing_work_over() {
+        let set = |cpus: &[usize]| {
+            // SAFETY: an all-zero `cpu_set_t` is an empty set; the CPUs are below `CPU_SETSIZE`.
+            let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+            cpus.iter().for_each(|&cpu| unsafe { libc::CPU_SET(cpu, &mut set) });
+            set
+        };
+        // SAFETY: the CPUs asked about are below `CPU_SETSIZE`.
+        let cpus =
+            |set: libc::cpu_set_t| (0..64).filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) }).collect::<Vec<_>>();
+        assert_eq!(apart::all_but(&set(&[0, 1]), 0).map(cpus), Some(vec![1]));
+        assert_eq!(apart::all_but(&set(&[0, 2, 5]), 2).map(cpus), Some(vec![0, 5]));
+        // A CPU it may not run on anyway, or the only one it may, changes nothing.
+        assert!(apart::all_but(&set(&[0, 1]), 3).is_none());
+        assert!(apart::all_but(&set(&[4]), 4).is_none());
+        assert!(apart::all_but(&set(&[0, 1]), libc::CPU_SETSIZE as usize).is_none());
     }
 
     #[test]
