@@ -9,8 +9,13 @@
 //!   lookup under a name that a changed statement files, before or after the edit; no read of
 //!   the whole file; every file fact a rule computed still has the value it had.
 //! - **What the whole file decides**, compared here: the settings and the file's path, how its
-//!   lines end, whether it names CUDA, its import statements, the frameworks it configures and the
-//!   kind of every loop. The checks read these freely.
+//!   lines end, whether it names CUDA, its import statements, the frameworks it configures and
+//!   whether it has a step loop. The checks read these freely.
+//! - **The kinds of the loops**, statement by statement. A statement whose loops' kinds are not
+//!   what they were when its findings were kept keeps none; for the reads of its loops by other
+//!   statements' checks ([`Index::LoopKinds`]) it counts as changed, as do the statements the
+//!   edit changed. Compared for the whole file, a keystroke that broke one loop's header (` *`
+//!   after its colon turns the body into an error) made every statement's checks again.
 //!
 //! The kinds of the loops are kept the same way, per statement, ahead of the checks: a statement's
 //! loop kinds stand while what classifying them read does and the imports are the same.
@@ -37,7 +42,7 @@ use tree_sitter::{Node, Tree};
 use crate::diagnostic::Diagnostic;
 use crate::lint::{LintContext, LintSettings};
 use crate::rules::Rule;
-use crate::semantic::reads::Reads;
+use crate::semantic::reads::{Index, Reads, key, loop_kinds_name};
 use crate::semantic::{Frameworks, LoopKind, Model};
 use crate::text::{TextRange, line_ending, starts_a_line};
 use crate::tree_reuse::{Recall, StatementMemory};
@@ -142,6 +147,10 @@ impl CheckCache {
     ) -> Option<RecalledChecks<'c, 'a>> {
         let mut recall = self.statements.open(tree)?;
         let mut recalled = recall_statements(&mut recall, statements, |kept| &kept.keys);
+        // The statements' loops when their findings were kept, including those whose findings
+        // do not hold below: a check of another statement may have read their kinds.
+        let loops_then = recalled.kept.iter().map(|kept| kept.as_ref().map(|kept| kept.loops.clone())).collect();
+        let forgotten_loops = recall.forgotten().map(|forgotten| forgotten.loops.key).collect();
         for (kept, statement) in recalled.kept.iter_mut().zip(statements) {
             let holds = kept.as_ref().is_some_and(|kept| {
                 let start = statement.start_byte();
@@ -152,7 +161,7 @@ impl CheckCache {
                 *kept = None;
             }
         }
-        Some(RecalledChecks { cache: self, recall, recalled })
+        Some(RecalledChecks { cache: self, recall, recalled, loops_then, forgotten_loops })
     }
 }
 
@@ -165,6 +174,10 @@ pub struct RecalledChecks<'c, 'a> {
     /// as far as the statement and the text after it go (the file as a whole is compared by
     /// [`RecalledChecks::open`]).
     recalled: PartlyRecalled<CheckedStatement>,
+    /// By top-level index: the kinds of a recalled statement's loops when it was kept.
+    loops_then: Vec<Option<StatementLoops>>,
+    /// The [`StatementLoops::key`]s of the statements the edit changed or removed.
+    forgotten_loops: Vec<u64>,
 }
 
 impl<'c, 'a> RecalledChecks<'c, 'a> {
@@ -179,9 +192,33 @@ impl<'c, 'a> RecalledChecks<'c, 'a> {
         let facts = FileFacts::of(model, context, settings);
         let previous = self.cache.facts.lock().unwrap_or_else(PoisonError::into_inner).take();
         let reusable = previous.as_ref() == Some(&facts);
-        let Recalled { kept, keys, changed } = self.recalled.with_keys(model);
+        let Recalled { mut kept, keys, mut changed } = self.recalled.with_keys(model);
+        let loops = StatementLoops::now(model);
+        // Whose loops changed kinds: those the edit changed (before and after it), and those
+        // kept whose loops' kinds are not what they were then, which keep no findings either
+        // (their checks do not record reads of their own loops).
+        changed.extend(self.forgotten_loops);
+        for (((then, now), statement), kept) in self.loops_then.iter().zip(&loops).zip(model.top_level()).zip(&mut kept)
+        {
+            match then {
+                Some(then) if then.kinds == now.kinds => {}
+                Some(then) => {
+                    changed.insert(then.key);
+                    *kept = None;
+                }
+                None => {
+                    changed.insert(StatementLoops::key_of(model, *statement));
+                }
+            }
+        }
         let holding = if reusable { kept } else { vec![None; kept.len()] };
-        CheckSession { cache: self.cache, recall: self.recall, keys, kept: KeptChecks { facts, changed, holding } }
+        CheckSession {
+            cache: self.cache,
+            recall: self.recall,
+            keys,
+            loops,
+            kept: KeptChecks { facts, changed, holding },
+        }
     }
 }
 
@@ -254,6 +291,9 @@ pub struct CheckSession<'c, 'a> {
     recall: Recall<'c, 'a, CheckedStatement>,
     /// By top-level index: the keys each statement files, to keep with it.
     keys: Vec<Arc<[u64]>>,
+    /// By top-level index: the kinds of each statement's loops now, to keep with it (its key
+    /// is worked out when it is kept).
+    loops: Vec<StatementLoops>,
     kept: KeptChecks,
 }
 
@@ -299,6 +339,8 @@ pub type StatementFindings = SmallVec<[(&'static Rule, KeptRule); 8]>;
 struct CheckedStatement {
     /// The keys the statement files in the model's indices.
     keys: Arc<[u64]>,
+    /// The kinds of its loops when its findings were made or found to hold.
+    loops: StatementLoops,
     /// The statement's length in bytes. A recalled statement is the same subtree, so its end is
     /// its start plus this: found so, it is not read from the subtree (a cache miss in a large
     /// file).
@@ -310,6 +352,31 @@ struct CheckedStatement {
     /// keeps the statement anew with the new text (see [`CheckSession::finish`]).
     tail: Box<str>,
     findings: StatementFindings,
+}
+
+/// The kinds of a top-level statement's loops, and the key that reads of them are recorded under.
+#[derive(Clone)]
+struct StatementLoops {
+    kinds: SmallVec<[LoopKind; 6]>,
+    /// [`key`] of [`Index::LoopKinds`] and the statement's [`loop_kinds_name`]; 0 until the
+    /// statement is kept.
+    key: u64,
+}
+
+impl StatementLoops {
+    /// The kinds of every top-level statement's loops in `model`, by top-level index.
+    fn now(model: &Model<'_>) -> Vec<StatementLoops> {
+        let mut loops = vec![StatementLoops { kinds: SmallVec::new(), key: 0 }; model.top_level().len()];
+        for (statement, kinds) in model.loop_kinds_by_statement() {
+            loops[statement].kinds = kinds;
+        }
+        loops
+    }
+
+    /// The key of `statement`'s loops: hashed from its text, as the model records reads of them.
+    fn key_of(model: &Model<'_>, statement: Node<'_>) -> u64 {
+        key(Index::LoopKinds, loop_kinds_name(&model.text[statement.byte_range()]))
+    }
 }
 
 impl KeptChecks {
@@ -379,7 +446,10 @@ impl<'a> CheckSession<'_, 'a> {
         let statements = model.top_level();
         kept.resize_with(statements.len(), StatementFindings::new);
         let keys = std::mem::take(&mut self.keys);
-        for (index, ((statement, findings), keys)) in statements.iter().zip(kept).zip(keys).enumerate() {
+        let loops = std::mem::take(&mut self.loops);
+        for (index, (((statement, findings), keys), mut loops)) in
+            statements.iter().zip(kept).zip(keys).zip(loops).enumerate()
+        {
             let findings = if statement.has_error() { StatementFindings::new() } else { findings };
             // A statement whose findings held is kept as it was unless they changed (see
             // [`Recall::keep`]): on most keystrokes none but the edited statement's do. One whose
@@ -387,7 +457,8 @@ impl<'a> CheckSession<'_, 'a> {
             // entry kept from an earlier lint is new here: it is kept anew, with its text now.
             let last = self.kept.holding.get(index).and_then(Option::as_ref);
             let unchanged = last.is_some_and(|last| {
-                last.findings.len() == findings.len()
+                last.loops.kinds == loops.kinds
+                    && last.findings.len() == findings.len()
                     && last
                         .findings
                         .iter()
@@ -397,7 +468,12 @@ impl<'a> CheckSession<'_, 'a> {
             if !unchanged {
                 let len = statement.byte_range().len();
                 let tail = tail_after(model.text, statement.end_byte()).into();
-                self.recall.keep(*statement, CheckedStatement { keys, len, tail, findings });
+                loops.key = match last {
+                    // The same subtree, so the same text.
+                    Some(last) => last.loops.key,
+                    None => StatementLoops::key_of(model, *statement),
+                };
+                self.recall.keep(*statement, CheckedStatement { keys, loops, len, tail, findings });
             }
         }
         *self.cache.facts.lock().unwrap_or_else(PoisonError::into_inner) = Some(self.kept.facts);
@@ -448,8 +524,7 @@ struct FileFacts {
     mentions_cuda: bool,
     imports: Vec<ImportText>,
     frameworks: Frameworks,
-    /// The kind of every loop, in order.
-    loop_kinds: Vec<LoopKind>,
+    has_a_step_loop: bool,
 }
 
 impl FileFacts {
@@ -463,7 +538,7 @@ impl FileFacts {
             mentions_cuda: model.mentions_cuda,
             imports,
             frameworks: model.frameworks().clone(),
-            loop_kinds: model.loops().iter().map(|l| l.kind).collect(),
+            has_a_step_loop: model.has_a_step_loop(),
         }
     }
 }
@@ -565,6 +640,27 @@ from mylib import empty_cache
         // `empty_cache` becomes PyTorch's, through the imports.
         let stepping = text.replace("return model(batch)", backward);
         assert_followed(&stepping, "from mylib", "from torch.cuda", "CUL201");
+    }
+
+    /// A loop that becomes a step loop through a helper in another statement, which now runs a
+    /// training step: the statement of the loop is checked again (its checks record no read of
+    /// their own loops' kinds).
+    #[test]
+    fn a_statement_whose_own_loops_change_kinds_is_checked_again() {
+        let text = "import torch
+
+def train(model, loader, optimizer):
+    for batch in loader:
+        train_step(model, batch.cuda(), optimizer)
+        torch.cuda.empty_cache()
+
+print(\"an edit next to a statement may change how it parses: this one keeps them apart\")
+
+def train_step(model, batch, optimizer):
+    loss = model(batch)
+    optimizer.step()
+";
+        assert_followed(text, "optimizer.step()\n", "loss.backward()\n    optimizer.step()\n", "CUL201");
     }
 
     #[test]
@@ -717,6 +813,26 @@ def helper(model, batch, optimizer):
         );
     }
 
+    /// An edit that changes the kinds of one statement's loops (` *` typed after a function's
+    /// colon turns its body, loop included, into an error) keeps the findings of the others. Compared for the whole file, every statement's checks
+    /// were made again.
+    #[test]
+    fn a_statement_whose_loops_change_kinds_leaves_the_others_kept() {
+        let text = format!(
+            "{}\ndef report(loader):\n    for batch in loader:\n        print(len(batch))\n",
+            include_str!("../../examples/train_resnet.py")
+        );
+        let at_the_last_colon =
+            |text: &str| (TextRange::empty(text.rfind("(loader):").expect("the function") + 9), " *");
+        let (kept_codes, second) =
+            relint_after_with_no_findings_kept(&text, |kept| kept.tail.clone(), at_the_last_colon);
+        assert!(
+            second.iter().all(|d| !kept_codes.contains(&d.code)),
+            "findings were checked again: {kept_codes:?} {:?}",
+            summary(&second)
+        );
+    }
+
     /// A fix may edit the rest of a statement's last line, so its findings hold only while the
     /// text there is what it was when they were made.
     #[test]
@@ -734,6 +850,15 @@ def helper(model, batch, optimizer):
         text: &str,
         tail: impl Fn(&CheckedStatement) -> Box<str>,
     ) -> (Vec<&'static str>, Vec<Diagnostic>) {
+        relint_after_with_no_findings_kept(text, tail, |text| (TextRange::empty(text.len()), "# two\n"))
+    }
+
+    /// [`relint_with_no_findings_kept`], with the second edit `edit` makes of the text.
+    fn relint_after_with_no_findings_kept(
+        text: &str,
+        tail: impl Fn(&CheckedStatement) -> Box<str>,
+        edit: impl Fn(&str) -> (TextRange, &'static str),
+    ) -> (Vec<&'static str>, Vec<Diagnostic>) {
         let settings = LintSettings::default();
         let cache = StatementCache::default();
         let mut document = crate::test_support::edited_buffer(text);
@@ -748,12 +873,14 @@ def helper(model, batch, optimizer):
         assert!(!kept_codes.is_empty(), "the example has no finding of a rule that keeps its findings");
         let no_findings = |kept: &CheckedStatement| CheckedStatement {
             keys: Arc::from([]),
+            loops: kept.loops.clone(),
             len: kept.len,
             tail: tail(kept),
             findings: crate::rules::RULES.iter().map(|rule| (*rule, KeptRule(None))).collect(),
         };
         cache.checks().statements.replace_all(no_findings);
-        document.edit(TextRange::empty(document.text().len()), "# two\n");
+        let (range, inserted) = edit(document.text());
+        document.edit(range, inserted);
         let tree = document.tree().clone();
         let second = lint_again(document.text(), &tree, LintContext::default(), &settings, &cache);
         (kept_codes, second)

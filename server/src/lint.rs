@@ -478,7 +478,7 @@ fn check_statements<'a>(
             continue;
         }
         let before = checker.diagnostics.len();
-        let ((), reads) = reads::recording(|| run(checker));
+        let ((), reads) = reads::recording_checks_of(statement.start_byte(), || run(checker));
         if let Some(findings) = session.keepable(model, rule, statement, &checker.diagnostics[before..], reads) {
             kept.push((index, rule, findings));
         }

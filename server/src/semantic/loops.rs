@@ -66,9 +66,30 @@ impl<'a> Model<'a> {
         classified
     }
 
+    /// The kinds of the loops of each top-level statement that has any: (statement index,
+    /// kinds). Read without a record, for [`crate::check_cache`], which compares them.
+    pub fn loop_kinds_by_statement<K: FromIterator<LoopKind>>(&self) -> Vec<(usize, K)> {
+        let loops = self.classified();
+        let kinds = |range: Range<usize>| loops[range].iter().map(|l| l.kind).collect();
+        loops_by_statement(self).into_iter().map(|(statement, range)| (statement, kinds(range))).collect()
+    }
+
     pub fn loop_info(&self, node: Node<'_>) -> Option<&LoopInfo<'a>> {
         // The classified loops follow `loop_nodes` one for one.
-        self.loop_index(node).map(|i| &self.classified()[i])
+        let i = self.loop_index(node)?;
+        self.read_kinds_around(self.walked.loop_nodes[i]);
+        Some(&self.classified()[i])
+    }
+
+    /// Note that the kinds of the loops in `node`'s top-level statement were read
+    /// ([`reads::Index::LoopKinds`]), unless that is the statement whose checks are recorded.
+    pub(super) fn read_kinds_around(&self, node: Node<'a>) {
+        if reads::recording_now()
+            && let Some(statement) = self.top_level_index_of_noted(node).map(|i| self.top_level[i])
+            && !reads::checking_statement_at(statement.start_byte())
+        {
+            reads::read_key(reads::Index::LoopKinds, reads::loop_kinds_name(self.node_text(statement)));
+        }
     }
 
     /// Whether `node` is an eval loop. Only a loop that passes [`is_eval_loop`], which reads
@@ -77,10 +98,17 @@ impl<'a> Model<'a> {
     /// Once the loops are classified (another rule asked), their kinds answer at once.
     pub fn is_eval_kind(&self, node: Node<'_>) -> bool {
         let Some(i) = self.loop_index(node) else { return false };
+        self.read_kinds_around(self.walked.loop_nodes[i]);
         match self.loops.get() {
             Some(loops) => loops[i].kind == LoopKind::Eval,
             None => is_eval_loop(self, self.walked.loop_nodes[i]) && self.classified()[i].kind == LoopKind::Eval,
         }
+    }
+
+    /// Whether any loop of the file is a step loop: a fact of the whole file that an edited
+    /// buffer's next lint compares ([`crate::check_cache`]), so asking records nothing.
+    pub fn has_a_step_loop(&self) -> bool {
+        self.classified().iter().any(|l| l.kind == LoopKind::Step)
     }
 
     pub fn step_loops(&self) -> impl Iterator<Item = &LoopInfo<'a>> {
@@ -118,7 +146,7 @@ impl<'a> Model<'a> {
     /// The file trains: it has a step loop, a `Trainer(...).train()`, or a Lightning
     /// `training_step`.
     pub fn is_training_context(&self) -> bool {
-        self.classified().iter().any(|l| l.kind == LoopKind::Step)
+        self.has_a_step_loop()
             || self.frameworks().trainer_train
             || self.frameworks().lightning_trainer
             || self.functions_named("training_step").iter().any(|f| self.method_class(*f).is_some())

@@ -11,9 +11,11 @@
 //! - **Whole-file reads** (every call, every function, every loop): anything may change them.
 //! - **File facts** a rule computes once per file ([`crate::lint::Checker::file_fact`]): they are
 //!   computed again and compared.
+//! - **The kinds of a statement's loops** ([`Index::LoopKinds`]): the answer changes when the
+//!   kinds of that statement's loops do.
 //!
-//! Facts the model holds for the whole file (imports, frameworks, loop kinds, whether CUDA is
-//! named) are compared by [`crate::check_cache`] itself, so reading them records nothing.
+//! Facts the model holds for the whole file (imports, frameworks, whether CUDA is named) are
+//! compared by [`crate::check_cache`] itself, so reading them records nothing.
 //!
 //! The recorder is thread-local: a rule's checks run on one thread, and the model does no work
 //! on other threads on their behalf.
@@ -32,6 +34,11 @@ pub enum Index {
     Functions,
     /// Assignments by target text.
     Assignments,
+    /// The kinds of a top-level statement's loops, by the statement's text. They may change
+    /// while the text does not (an edit elsewhere makes a loop an epoch loop, or no longer a
+    /// step loop): [`crate::check_cache`] compares them statement by statement, and files the
+    /// statements whose kinds changed under this index.
+    LoopKinds,
 }
 
 /// A whole-file fact a rule computes, such as "the file lowers precision somewhere".
@@ -44,6 +51,10 @@ pub struct Reads {
     keys: Vec<u64>,
     whole_file: bool,
     facts: Vec<(FileFact, bool)>,
+    /// While the checks of a top-level statement are recorded ([`recording_checks_of`]): where
+    /// the statement starts. Reads of its own loops' kinds need no record: a statement whose
+    /// loops changed kinds keeps no findings.
+    checked_statement: Option<usize>,
 }
 
 impl Reads {
@@ -93,6 +104,31 @@ thread_local! {
     static RECORDER: RefCell<Option<Reads>> = const { RefCell::new(None) };
 }
 
+/// The name that the kinds of a top-level statement's loops are recorded under
+/// ([`Index::LoopKinds`]): the start of the statement's text. Statements that start alike share
+/// it, which only makes a kept finding look stale more often; hashing the whole of a long
+/// function at every read of its loops would cost more.
+pub fn loop_kinds_name(statement_text: &str) -> &str {
+    let mut end = statement_text.len().min(128);
+    while !statement_text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &statement_text[..end]
+}
+
+/// Whether reads are being recorded on this thread: a read that takes work to describe is
+/// described only then.
+pub fn recording_now() -> bool {
+    RECORDER.with_borrow(Option::is_some)
+}
+
+/// Whether the checks being recorded are those of the top-level statement starting at `start`
+/// ([`recording_checks_of`]); a memoised computation inside them records for itself, and is
+/// never theirs.
+pub fn checking_statement_at(start: usize) -> bool {
+    RECORDER.with_borrow(|recorder| recorder.as_ref().is_some_and(|reads| reads.checked_statement == Some(start)))
+}
+
 /// Note a lookup of `name` in `index`, when reads are being recorded.
 pub fn read_key(index: Index, name: &str) {
     RECORDER.with_borrow_mut(|recorder| {
@@ -136,6 +172,17 @@ pub fn recording<T>(work: impl FnOnce() -> T) -> (T, Reads) {
     let value = work();
     let reads = RECORDER.with_borrow_mut(Option::take).unwrap_or_default();
     drop(outer);
+    (value, reads)
+}
+
+/// [`recording`] of the checks of the top-level statement that starts at `statement_start`.
+pub fn recording_checks_of<T>(statement_start: usize, work: impl FnOnce() -> T) -> (T, Reads) {
+    let own = Reads { checked_statement: Some(statement_start), ..Reads::default() };
+    let outer = Restore(RECORDER.with_borrow_mut(|r| r.replace(own)));
+    let value = work();
+    let mut reads = RECORDER.with_borrow_mut(Option::take).unwrap_or_default();
+    drop(outer);
+    reads.checked_statement = None;
     (value, reads)
 }
 
@@ -188,6 +235,39 @@ mod tests {
         assert!(outer.read_any(&changed("backward")));
         assert!(!outer.read_any(&changed("train")));
         assert_ne!(key(Index::Calls, "loss"), key(Index::Assignments, "loss"));
+    }
+
+    #[test]
+    fn the_loops_of_the_checked_statement_are_its_own_and_those_of_others_are_recorded() {
+        use crate::semantic::Model;
+        let text = "def step(model, batch):\n    for x in batch:\n        model(x).backward()\n\n\
+                    def train(model, loader):\n    for batch in loader:\n        step(model, batch)\n";
+        let tree = crate::parse::parse(text, None);
+        let model = Model::new(text, &tree, crate::lint::LintContext::default());
+        let [step, train] = [0, 1].map(|i| model.top_level()[i]);
+        let [in_step, in_train] = [0, 1].map(|i| model.loop_nodes()[i]);
+        let name = |statement: tree_sitter::Node<'_>| loop_kinds_name(&text[statement.byte_range()]);
+        let ((), reads) = recording_checks_of(train.start_byte(), || {
+            model.loop_info(in_train);
+            model.loop_info(in_step);
+        });
+        assert_eq!(reads.keys, vec![key(Index::LoopKinds, name(step))]);
+        // A memoised answer worked out inside them records for itself, its own statement too.
+        let ((), reads) = recording_checks_of(train.start_byte(), || {
+            let ((), inner) = recording(|| {
+                model.loop_info(in_train);
+            });
+            assert_eq!(inner.keys, vec![key(Index::LoopKinds, name(train))]);
+        });
+        assert!(reads.is_empty() && reads.checked_statement.is_none());
+    }
+
+    #[test]
+    fn a_loop_kinds_name_is_the_start_of_the_statement_cut_at_a_character() {
+        let long = format!("def f():\n    # {}\n", "é".repeat(100));
+        let name = loop_kinds_name(&long);
+        assert!(name.len() <= 128 && long.starts_with(name) && name.len() > 120);
+        assert_eq!(loop_kinds_name("for x in y:\n    pass"), "for x in y:\n    pass");
     }
 
     #[test]
