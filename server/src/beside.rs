@@ -81,11 +81,11 @@ mod apart {
         if KEPT_OFF.swap(cpu, Ordering::Relaxed) == cpu {
             return;
         }
-        if let Some(elsewhere) = all_but(allowed, cpu) {
-            // SAFETY: `elsewhere` is a valid set of the size given. A failure (a sandbox that
-            // forbids the call) leaves the thread where it may run now, which is only slower.
-            unsafe { libc::sched_setaffinity(*thread, size_of::<libc::cpu_set_t>(), &elsewhere) };
-        }
+        // From a CPU the thread beside may not run on anyway, it may run on all of its own again.
+        let elsewhere = all_but(allowed, cpu).unwrap_or(*allowed);
+        // SAFETY: `elsewhere` is a valid set of the size given. A failure (a sandbox that forbids
+        // the call) leaves the thread where it may run now, which is only slower.
+        unsafe { libc::sched_setaffinity(*thread, size_of::<libc::cpu_set_t>(), &elsewhere) };
     }
 
     /// The CPUs of `allowed` but `cpu`; `None` when `cpu` is not among them or is the only one.
@@ -310,7 +310,7 @@ mod tests {
             |set: libc::cpu_set_t| (0..64).filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) }).collect::<Vec<_>>();
         assert_eq!(apart::all_but(&set(&[0, 1]), 0).map(cpus), Some(vec![1]));
         assert_eq!(apart::all_but(&set(&[0, 2, 5]), 2).map(cpus), Some(vec![0, 5]));
-        // A CPU it may not run on anyway, or the only one it may, changes nothing.
+        // A CPU it may not run on anyway, or the only one it may: it keeps all of them.
         assert!(apart::all_but(&set(&[0, 1]), 3).is_none());
         assert!(apart::all_but(&set(&[4]), 4).is_none());
         assert!(apart::all_but(&set(&[0, 1]), libc::CPU_SETSIZE as usize).is_none());
