@@ -814,8 +814,8 @@ def helper(model, batch, optimizer):
     }
 
     /// An edit that changes the kinds of one statement's loops (` *` typed after a function's
-    /// colon turns its body, loop included, into an error) keeps the findings of the others. Compared for the whole file, every statement's checks
-    /// were made again.
+    /// colon turns its body, loop included, into an error) keeps the findings of the others.
+    /// Compared for the whole file, every statement's checks were made again.
     #[test]
     fn a_statement_whose_loops_change_kinds_leaves_the_others_kept() {
         let text = format!(

@@ -168,7 +168,12 @@ pub fn replay(reads: &Reads) {
 /// Run `work` with a recorder of its own; returns its answer and what it read. The recorder
 /// around it, if any, is restored afterwards and is not told of these reads.
 pub fn recording<T>(work: impl FnOnce() -> T) -> (T, Reads) {
-    let outer = Restore(RECORDER.with_borrow_mut(|r| r.replace(Reads::default())));
+    recording_into(Reads::default(), work)
+}
+
+/// [`recording`] into `recorder`.
+fn recording_into<T>(recorder: Reads, work: impl FnOnce() -> T) -> (T, Reads) {
+    let outer = Restore(RECORDER.with_borrow_mut(|r| r.replace(recorder)));
     let value = work();
     let reads = RECORDER.with_borrow_mut(Option::take).unwrap_or_default();
     drop(outer);
@@ -177,11 +182,8 @@ pub fn recording<T>(work: impl FnOnce() -> T) -> (T, Reads) {
 
 /// [`recording`] of the checks of the top-level statement that starts at `statement_start`.
 pub fn recording_checks_of<T>(statement_start: usize, work: impl FnOnce() -> T) -> (T, Reads) {
-    let own = Reads { checked_statement: Some(statement_start), ..Reads::default() };
-    let outer = Restore(RECORDER.with_borrow_mut(|r| r.replace(own)));
-    let value = work();
-    let mut reads = RECORDER.with_borrow_mut(Option::take).unwrap_or_default();
-    drop(outer);
+    let (value, mut reads) =
+        recording_into(Reads { checked_statement: Some(statement_start), ..Reads::default() }, work);
     reads.checked_statement = None;
     (value, reads)
 }
