@@ -13,8 +13,8 @@
 //!   whether it has a step loop. The checks read these freely.
 //! - **The kinds of the loops**, statement by statement. A statement whose loops' kinds are not
 //!   what they were when its findings were kept keeps none; for the reads of its loops by other
-//!   statements' checks ([`Index::LoopKinds`]) it counts as changed, as do the statements the
-//!   edit changed. Compared for the whole file, a keystroke that broke one loop's header (` *`
+//!   statements' checks ([`crate::semantic::reads::Index::LoopKinds`]) it counts as changed, as
+//!   do the statements the edit changed. Compared for the whole file, a keystroke that broke one loop's header (` *`
 //!   after its colon turns the body into an error) made every statement's checks again.
 //!
 //! The kinds of the loops are kept the same way, per statement, ahead of the checks: a statement's
@@ -42,7 +42,7 @@ use tree_sitter::{Node, Tree};
 use crate::diagnostic::Diagnostic;
 use crate::lint::{LintContext, LintSettings};
 use crate::rules::Rule;
-use crate::semantic::reads::{Index, Reads, key, loop_kinds_name};
+use crate::semantic::reads::{Reads, loop_kinds_key};
 use crate::semantic::{Frameworks, LoopKind, Model};
 use crate::text::{TextRange, line_ending, starts_a_line};
 use crate::tree_reuse::{Recall, StatementMemory};
@@ -358,8 +358,7 @@ struct CheckedStatement {
 #[derive(Clone)]
 struct StatementLoops {
     kinds: SmallVec<[LoopKind; 6]>,
-    /// [`key`] of [`Index::LoopKinds`] and the statement's [`loop_kinds_name`]; 0 until the
-    /// statement is kept.
+    /// [`loop_kinds_key`] of the statement's text; 0 until the statement is kept.
     key: u64,
 }
 
@@ -375,7 +374,7 @@ impl StatementLoops {
 
     /// The key of `statement`'s loops: hashed from its text, as the model records reads of them.
     fn key_of(model: &Model<'_>, statement: Node<'_>) -> u64 {
-        key(Index::LoopKinds, loop_kinds_name(&model.text[statement.byte_range()]))
+        loop_kinds_key(&model.text[statement.byte_range()])
     }
 }
 

@@ -88,7 +88,7 @@ impl<'a> Model<'a> {
             && let Some(statement) = self.top_level_index_of_noted(node).map(|i| self.top_level[i])
             && !reads::checking_statement_at(statement.start_byte())
         {
-            reads::read_key(reads::Index::LoopKinds, reads::loop_kinds_name(self.node_text(statement)));
+            reads::read_hashed_key(reads::loop_kinds_key(self.node_text(statement)));
         }
     }
 

@@ -108,12 +108,17 @@ thread_local! {
 /// ([`Index::LoopKinds`]): the start of the statement's text. Statements that start alike share
 /// it, which only makes a kept finding look stale more often; hashing the whole of a long
 /// function at every read of its loops would cost more.
-pub fn loop_kinds_name(statement_text: &str) -> &str {
+fn loop_kinds_name(statement_text: &str) -> &str {
     let mut end = statement_text.len().min(128);
     while !statement_text.is_char_boundary(end) {
         end -= 1;
     }
     &statement_text[..end]
+}
+
+/// The key the kinds of a top-level statement's loops are recorded under, from its text.
+pub fn loop_kinds_key(statement_text: &str) -> u64 {
+    key(Index::LoopKinds, loop_kinds_name(statement_text))
 }
 
 /// Whether reads are being recorded on this thread: a read that takes work to describe is
@@ -134,6 +139,15 @@ pub fn read_key(index: Index, name: &str) {
     RECORDER.with_borrow_mut(|recorder| {
         if let Some(reads) = recorder {
             reads.keys.push(key(index, name));
+        }
+    });
+}
+
+/// [`read_key`] of a key already made ([`loop_kinds_key`]).
+pub fn read_hashed_key(hashed: u64) {
+    RECORDER.with_borrow_mut(|recorder| {
+        if let Some(reads) = recorder {
+            reads.keys.push(hashed);
         }
     });
 }
