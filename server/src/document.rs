@@ -11,7 +11,7 @@ use ropey::Rope;
 use tree_sitter::{InputEdit, Point, Tree};
 
 use crate::parse::parse;
-use crate::reparse_span::{inside_a_comment, span_to_reparse};
+use crate::reparse_span::{span_to_reparse, told_without_reparse};
 use crate::text::TextRange;
 use crate::tree_reuse::settled;
 
@@ -29,9 +29,10 @@ pub struct Document {
     tree: Option<Tree>,
     /// Edited since the last parse: the tree has been told of the edits but not reparsed.
     reparse_pending: bool,
-    /// What edits inside comments, which need no reparse, would have told a reparse of (see
-    /// [`inside_a_comment`]): told to the next reparse, before the edit that needs it. Spans
-    /// apart are kept apart: told as one, the text between two comments would be parsed anew.
+    /// What edits that need no reparse (inside comments, blank space at the end of a line; see
+    /// [`told_without_reparse`]) would have told a reparse of: told to the next reparse, before
+    /// the edit that needs it. Spans apart are kept apart: told as one, the text between two
+    /// such edits would be parsed anew.
     untold: Vec<TextRange>,
     version: i32,
 }
@@ -132,9 +133,10 @@ impl Document {
     /// [`Document::edit`] without the reparse, which [`Document::reparse`] then makes once for
     /// all the edits of a change. Until then the tree is not of the text: it is not handed out.
     ///
-    /// An edit inside a comment leaves the tree the text's tree without a reparse (see
-    /// [`inside_a_comment`]): the tree is told of it as it is, and the next reparse is told of
-    /// what a reparse of it would have been told.
+    /// An edit that changes no token (inside a comment, or blank space at the end of a line of
+    /// code) leaves the tree the text's tree without a reparse (see [`told_without_reparse`]):
+    /// the tree is told of it, and the next reparse is told of what a reparse of it would have
+    /// been told.
     pub fn edit_text(&mut self, range: TextRange, new_text: &str) {
         let start_char = self.rope.byte_to_char(range.start);
         let end_char = self.rope.byte_to_char(range.end);
@@ -143,9 +145,9 @@ impl Document {
         let mut needs_reparse = true;
         let told = self.tree.as_ref().map(|tree| {
             let span = span_to_reparse(&self.text, tree, range, new_text);
-            if self.reparse_pending || !inside_a_comment(&self.text, tree, range, new_text) {
-                return span;
-            }
+            let unreparsed =
+                if self.reparse_pending { None } else { told_without_reparse(&self.text, tree, range, new_text) };
+            let Some(told) = unreparsed else { return span };
             needs_reparse = false;
             let span = span.after_edit(range, new_text.len());
             self.untold.iter_mut().for_each(|untold| *untold = untold.after_edit(range, new_text.len()));
@@ -153,7 +155,7 @@ impl Document {
                 Some(meeting) => *meeting = meeting.cover(span),
                 None => self.untold.push(span),
             }
-            range
+            told
         });
         let untold = if needs_reparse { std::mem::take(&mut self.untold) } else { Vec::new() };
         for untold in untold {

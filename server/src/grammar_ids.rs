@@ -59,6 +59,7 @@ kind_sets! {
     KEYWORD_ARGUMENT = ["keyword_argument"];
     WITH = ["with_statement"];
     COMMENT = ["comment"];
+    STRING = ["string"];
 }
 
 /// Declares a `LazyLock<u16>` per field name of the grammar.

@@ -37,16 +37,24 @@
 //!
 //! Edits that touch no line break meet no INDENT or DEDENT and are described as they are.
 //!
-//! An edit inside a comment needs no reparse at all ([`inside_a_comment`]). The lexer takes a
-//! comment to the end of its line whatever it holds, and the scanner skips its text, so the
-//! edit changes no token but the comment and no scanner state. Told of the edit as it is,
-//! tree-sitter moves and resizes the nodes around it, and the tree is the new text's tree. The
-//! span a reparse would have been told is told to the next reparse: the tokens around the
-//! comment are then lexed anew, as if the keystroke had been reparsed.
+//! Two kinds of edit change no token, and need no reparse at all ([`told_without_reparse`]):
+//!
+//! - An edit inside a comment. The lexer takes a comment to the end of its line whatever it
+//!   holds, and the scanner skips its text, so the edit changes no token but the comment and no
+//!   scanner state. Told of the edit as it is, tree-sitter moves and resizes the nodes around it,
+//!   and the tree is the new text's tree.
+//! - Spaces and tabs typed or deleted between the last token of a line of code and its line
+//!   break. The scanner skips them on its way to the line break, so they only move what follows.
+//!   Told as it is, an insertion right after a token would make tree-sitter grow that token and
+//!   the nodes that end with it over the new space; told as running through one character more
+//!   (unchanged, a blank or the line break), it is no insertion, and only what follows moves.
+//!
+//! Either way the span a reparse would have been told is told to the next reparse: the tokens
+//! around the edit are then lexed anew, as if the keystroke had been reparsed.
 
 use tree_sitter::{Node, Tree};
 
-use crate::grammar_ids::COMMENT;
+use crate::grammar_ids::{COMMENT, STRING};
 use crate::text::{TextRange, line_start, starts_a_line};
 
 /// The old text's bytes to describe to tree-sitter as replaced when `range` of `text` is
@@ -97,12 +105,51 @@ pub fn span_to_reparse(text: &str, tree: &Tree, range: TextRange, inserted: &str
     TextRange::new(start.min(range.start), next_char_end(text, code).max(range.end))
 }
 
+/// What to tell tree-sitter of replacing `range` of `text` by `inserted` when that changes no
+/// token and the tree needs no reparse (see the module's documentation); `None` when it needs one.
+pub fn told_without_reparse(text: &str, tree: &Tree, range: TextRange, inserted: &str) -> Option<TextRange> {
+    if inside_a_comment(text, tree, range, inserted) {
+        return Some(range);
+    }
+    blank_at_a_line_end(text, tree, range, inserted)
+}
+
+/// Whether replacing `range` of `text` by `inserted` changes only the spaces and tabs between the
+/// last token of a line of code and the line's break, in a tree without syntax errors (whose
+/// recovery counts the characters it skips), and not in a string that runs on to the next line.
+/// A backslash that joins the next line ends no token there: its line continuation holds the break.
+/// Returns the range to tell tree-sitter: `range` and the character after it, left as it was.
+fn blank_at_a_line_end(text: &str, tree: &Tree, range: TextRange, inserted: &str) -> Option<TextRange> {
+    let blank = |byte: &u8| matches!(byte, b' ' | b'\t');
+    let bytes = text.as_bytes();
+    if !inserted.bytes().all(|byte| blank(&byte)) || !bytes[range.start..range.end].iter().all(blank) {
+        return None;
+    }
+    let space_start = range.start - bytes[..range.start].iter().rev().take_while(|byte| blank(byte)).count();
+    let space_end = range.end + bytes[range.end..].iter().take_while(|byte| blank(byte)).count();
+    if space_start == 0 || !matches!(&bytes[space_end..], [b'\n', ..] | [b'\r', b'\n', ..]) {
+        return None;
+    }
+    let root = tree.root_node();
+    if root.has_error() {
+        return None;
+    }
+    // A token ends where the space starts: not a comment or a line continuation, which hold
+    // what follows, not a string's text, and not a line break (the space would be a blank line's
+    // indentation). And no string holds the space and the line break: an f-string's `}` ends a
+    // token inside one.
+    let token = root.descendant_for_byte_range(space_start - 1, space_start)?;
+    let around = root.descendant_for_byte_range(space_start - 1, space_end + 1)?;
+    let in_a_string = std::iter::successors(Some(around), Node::parent).any(|node| STRING.contains(node));
+    (token.end_byte() == space_start && !in_a_string).then(|| TextRange::new(range.start, range.end + 1))
+}
+
 /// Whether replacing `range` of `text` by `inserted` changes nothing but the text of one comment
 /// of `tree`: the edit lies after the comment's `#`, neither side of it holds a line break or a
 /// form feed (which end a line or reset its indentation) or a NUL (which the scanner takes for
 /// the end of the input), and the tree has no syntax error, whose recovery a reparse may redo
 /// differently.
-pub fn inside_a_comment(text: &str, tree: &Tree, range: TextRange, inserted: &str) -> bool {
+fn inside_a_comment(text: &str, tree: &Tree, range: TextRange, inserted: &str) -> bool {
     let breaks_a_line = |s: &str| s.bytes().any(|b| matches!(b, b'\n' | b'\r' | b'\x0c' | b'\0'));
     let root = tree.root_node();
     if range.start == 0 || root.has_error() || breaks_a_line(inserted) || breaks_a_line(&text[range.start..range.end]) {
@@ -422,6 +469,48 @@ def score_{n}(model, x):
         );
     }
 
+    /// Spaces and tabs typed and deleted at every place of a script whose lines end in many ways:
+    /// the tree is a fresh parse's tree node for node. At the end of a line of code (spaces there
+    /// already, a function's header, inside brackets, a tab-indented block with CRLF ends) that
+    /// takes no reparse. After a backslash, inside a string that runs on, after an f-string's `}`
+    /// inside one, on a blank line or before a line's first token, at the end of the input and
+    /// in a tree with a syntax error it does.
+    #[test]
+    fn blank_space_at_the_end_of_a_line_of_code_needs_no_reparse() {
+        let text = "import torch  \n\n@torch.no_grad()\ndef f(x,\n      y):\n    z = x + \\\n        y\n    s = \"\"\"a\nb \t\n\"\"\"\n    t = f\"\"\"{z}\n{s}\"\"\"\n    return z  # done\n\nclass A:\r\n\tdef g(self):\r\n\t\treturn 1\t\r\nx = [1,\n     2]\ny = 3";
+        let edits_at = |at: usize| {
+            let deleting =
+                matches!(text.as_bytes().get(at), Some(b' ' | b'\t')).then(|| (TextRange::new(at, at + 1), ""));
+            [(TextRange::empty(at), " "), (TextRange::empty(at), "\t")].into_iter().chain(deleting)
+        };
+        for at in (0..=text.len()).filter(|&at| text.is_char_boundary(at)) {
+            for (range, inserted) in edits_at(at) {
+                let mut document = Document::new(text, 1);
+                document.edit_text(range, inserted);
+                let fresh = parse(document.text(), None);
+                assert_same_layout(document.tree(), &fresh, &format!("{range:?} {inserted:?}"));
+            }
+        }
+        let unreparsed = |after: &str, text: &str| {
+            let at = text.find(after).expect("the script holds the place") + after.len();
+            edits_at(at)
+                .map(|(range, inserted)| {
+                    let mut document = Document::new(text, 1);
+                    document.edit_text(range, inserted);
+                    !document.needs_reparse()
+                })
+                .collect::<Vec<_>>()
+        };
+        for after in ["import torch", "import torch ", "def f(x,", "y):", "@torch.no_grad()", "return 1", "2]"] {
+            assert!(unreparsed(after, text).iter().all(|&u| u), "after {after:?}");
+        }
+        for after in ["x + \\", "\"\"\"a", "b ", "{z}", "y = 3", "class A:\r\n", "import torch  \n"] {
+            assert!(unreparsed(after, text).iter().all(|&u| !u), "after {after:?}");
+        }
+        let broken = text.replace("2]", "2");
+        assert!(unreparsed("import torch", &broken).iter().all(|&u| !u), "in a tree with a syntax error");
+    }
+
     /// Typing and deleting inside a comment, at every place after its `#`, its end included: the
     /// tree is not reparsed, and it is a fresh parse's tree node for node. Characters that end a
     /// line, reset its indentation or end the input, and edits of the `#` itself, are reparsed.
@@ -459,18 +548,21 @@ def score_{n}(model, x):
     /// A comment typed a character at a time: at the end of a block's last line before a dedent,
     /// at the end of a function's header, on a blank line between two methods. Then a name typed
     /// and deleted in a function further down, and the comment taken out again. The keystrokes
-    /// after the `#` are not reparsed; each reparse after them, told what theirs would have been
-    /// told, rebuilds the statements around its edit, not the rest of the file.
+    /// after the `#` are not reparsed, nor are the spaces before it at the end of a line of code;
+    /// each reparse after them, told what theirs would have been told, rebuilds the statements
+    /// around its edit, not the rest of the file.
     #[test]
-    fn a_reparse_after_keystrokes_inside_a_comment_rebuilds_little() {
+    fn a_reparse_after_keystrokes_that_change_no_token_rebuilds_little() {
         let text = script();
         let elsewhere = text.match_indices("        loss = model").nth(100).expect("the script holds the place");
+        let after_the_hash = 2 * " warm up".len();
         let places = [
-            "        total += loss.item()\n    return total",
-            "def train_3(model, loader):",
-            "        super().__init__()\n",
+            ("        total += loss.item()\n    return total", after_the_hash + 4),
+            ("def train_3(model, loader):", after_the_hash + 4),
+            // On a blank line the spaces are indentation, which the scanner measures.
+            ("        super().__init__()\n", after_the_hash),
         ];
-        for place in places {
+        for (place, expected_unreparsed) in places {
             let at = text.find(place).expect("the script holds the place") + place.len();
             let typed = "  # warm up";
             let name_at = elsewhere.0 + elsewhere.1.len() + typed.len();
@@ -494,7 +586,7 @@ def score_{n}(model, x):
                 tree = edited;
             }
             assert_eq!(document.text(), text);
-            assert_eq!(unreparsed, 2 * " warm up".len(), "{place:?}");
+            assert_eq!(unreparsed, expected_unreparsed, "{place:?}");
         }
     }
 
