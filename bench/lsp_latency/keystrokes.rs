@@ -5,11 +5,13 @@
 //!
 //! Usage:
 //!   python3 bench/lsp_latency/corpus.py 10000 > /tmp/train.py
-//!   cargo run --release --example keystrokes -- /tmp/train.py [--edits N] [--idle MS] [--anywhere] [--verify] [--slowest N]
+//!   cargo run --release --example keystrokes -- /tmp/train.py [--edits N] [--idle MS] [--anywhere | --in-names] [--verify] [--slowest N]
 //!   cargo run --release --example keystrokes -- /tmp/train.py --sweep STEP
 //!
 //! `--anywhere` types where `bench.py --anywhere` does: at the end of any line outside strings and
-//! comments, not only in training loops. `--slowest N` lists the N slowest keystrokes: where they
+//! comments, not only in training loops. `--in-names` types `_tmp2` at the end of the name that
+//! starts a training loop's line (`loss` becomes `loss_tmp2` a character at a time, and back), the
+//! commonest keystroke of real typing, which `bench.py` does not make. `--slowest N` lists the N slowest keystrokes: where they
 //! typed what, and each phase's time. `--verify` also lints each keystroke's text from scratch and stops at the first difference
 //! from the incremental lint. `--idle MS` sleeps that long before each keystroke, as the server
 //! waits while its client decodes a publish and types the next key: back to back, a keystroke
@@ -47,8 +49,9 @@ struct Keystroke {
 /// then delete it again, cycling over such lines through the file. Each cycle leaves the text as
 /// it found it, so offsets into the original text stay right.
 /// With `sweep`, every `sweep`-th line outside strings and comments instead, once, with each
-/// fragment: a run over the whole file rather than a sample of it.
-fn keystrokes(text: &str, count: usize, anywhere: bool, sweep: Option<usize>) -> Vec<Keystroke> {
+/// fragment: a run over the whole file rather than a sample of it. With `in_names`, `_tmp2` at
+/// the end of the first name of the loss lines instead.
+fn keystrokes(text: &str, count: usize, anywhere: bool, in_names: bool, sweep: Option<usize>) -> Vec<Keystroke> {
     let mut line_starts = vec![0];
     line_starts.extend(text.match_indices('\n').map(|(at, _)| at + 1));
     let lines: Vec<&str> = text.split('\n').collect();
@@ -68,19 +71,27 @@ fn keystrokes(text: &str, count: usize, anywhere: bool, sweep: Option<usize>) ->
         }
         std::process::exit(2);
     }
-    let fragments = ["  # warm up", " * 2"];
+    let fragments: &[&'static str] = if in_names { &["_tmp2"] } else { &["  # warm up", " * 2"] };
     // Where to type what: each line once with each fragment, or cycling over them for enough
     // keystrokes (a cycle types and deletes one fragment).
     let fewest_per_cycle = fragments.iter().map(|f| 2 * f.len()).min().unwrap_or(1);
     let places: Vec<(usize, &str)> = match sweep {
-        Some(step) => targets.iter().step_by(step).flat_map(|&line| fragments.map(|f| (line, f))).collect(),
+        Some(step) => {
+            targets.iter().step_by(step).flat_map(|&line| fragments.iter().map(move |&f| (line, f))).collect()
+        }
         None => (0..count.div_ceil(fewest_per_cycle))
             .map(|cycle| (targets[(cycle * 97) % targets.len()], fragments[cycle % fragments.len()]))
             .collect(),
     };
     let mut produced = Vec::with_capacity(count + 16);
     for (line, fragment) in places {
-        let end_of_line = line_starts[line] + lines[line].len();
+        let end_of_line = if in_names {
+            let code = lines[line].trim_start();
+            let name = code.bytes().take_while(|b| b.is_ascii_alphanumeric() || *b == b'_').count();
+            line_starts[line] + lines[line].len() - code.len() + name
+        } else {
+            line_starts[line] + lines[line].len()
+        };
         let in_comment = |i: usize| fragment[..i].contains('#');
         for i in 0..fragment.len() {
             let range = TextRange::empty(end_of_line + i);
@@ -127,6 +138,7 @@ fn main() {
     let mut count = 1000;
     let mut verify = false;
     let mut anywhere = false;
+    let mut in_names = false;
     let mut sweep = None;
     let mut idle = Duration::ZERO;
     let mut slowest = 0;
@@ -147,6 +159,7 @@ fn main() {
                 })
             }
             "--anywhere" => anywhere = true,
+            "--in-names" => in_names = true,
             "--sweep" => {
                 sweep = Some(args.next().and_then(|n| n.parse().ok()).filter(|n| *n > 0).unwrap_or_else(|| {
                     eprintln!("--sweep takes a positive number of lines");
@@ -165,9 +178,13 @@ fn main() {
             _ => path = Some(arg),
         }
     }
+    if anywhere && in_names {
+        eprintln!("keystrokes: --anywhere and --in-names type in different places; give one");
+        std::process::exit(2);
+    }
     let Some(path) = path else {
         eprintln!(
-            "usage: keystrokes SCRIPT [--edits N] [--idle MS] [--anywhere] [--verify] [--slowest N] [--sweep STEP] (see the top of bench/lsp_latency/keystrokes.rs)"
+            "usage: keystrokes SCRIPT [--edits N] [--idle MS] [--anywhere | --in-names] [--verify] [--slowest N] [--sweep STEP] (see the top of bench/lsp_latency/keystrokes.rs)"
         );
         std::process::exit(2);
     };
@@ -193,7 +210,7 @@ fn main() {
 
     if sweep.is_some() {
         let mut edit = Phase::default();
-        let keystrokes = keystrokes(&text, count, anywhere, sweep);
+        let keystrokes = keystrokes(&text, count, anywhere, false, sweep);
         for keystroke in &keystrokes {
             let started = Instant::now();
             buffer.edit(keystroke.range, keystroke.text);
@@ -213,7 +230,7 @@ fn main() {
     // reparse, and those left set the tail.
     let mut in_code = Phase::default();
     let mut published_bytes = 0;
-    let keystrokes = keystrokes(&text, count, anywhere, None);
+    let keystrokes = keystrokes(&text, count, anywhere, in_names, None);
     for (n, keystroke) in keystrokes.iter().enumerate() {
         let version = n as i32 + 2;
         if !idle.is_zero() {

@@ -62,6 +62,26 @@ kind_sets! {
     STRING = ["string"];
 }
 
+/// Words the lexer may take for a keyword rather than a name, where the grammar allows one:
+/// every anonymous token of the grammar spelled like a name (`if`, the soft `match`, `print`,
+/// `_`, `__future__`), and the keywords that the grammar makes named tokens of.
+pub static KEYWORDS: LazyLock<foldhash::HashSet<String>> = LazyLock::new(|| {
+    let language = python();
+    let spelled_like_a_name =
+        |kind: &str| kind.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') && kind.bytes().all(is_name_byte);
+    let anonymous = (0..language.node_kind_count() as u16)
+        .filter(|&id| !language.node_kind_is_named(id))
+        .filter_map(|id| language.node_kind_for_id(id))
+        .filter(|kind| spelled_like_a_name(kind));
+    // `none`, `true` and `false` are named nodes whose token is the keyword.
+    anonymous.chain(["None", "True", "False"]).map(str::to_owned).collect()
+});
+
+/// An ASCII letter, digit or underscore: a byte of an ASCII name.
+pub fn is_name_byte(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || byte == b'_'
+}
+
 /// Declares a `LazyLock<u16>` per field name of the grammar.
 macro_rules! fields {
     ($($name:ident = $field:literal;)+) => {

@@ -37,7 +37,8 @@
 //!
 //! Edits that touch no line break meet no INDENT or DEDENT and are described as they are.
 //!
-//! Two kinds of edit change no token, and need no reparse at all ([`told_without_reparse`]):
+//! Some edits change no token but the one they are in, and need no reparse at all
+//! ([`told_without_reparse`]):
 //!
 //! - An edit inside a comment. The lexer takes a comment to the end of its line whatever it
 //!   holds, and the scanner skips its text, so the edit changes no token but the comment and no
@@ -48,13 +49,17 @@
 //!   Told as it is, an insertion right after a token would make tree-sitter grow that token and
 //!   the nodes that end with it over the new space; told as running through one character more
 //!   (unchanged, a blank or the line break), it is no insertion, and only what follows moves.
+//! - Letters, digits and underscores typed or deleted inside a name that stays a name and is no
+//!   keyword before or after. The lexer takes the same tokens, the name's one longer or shorter.
+//!   An insertion before the name's first character is told through that character, or it
+//!   would go to the space before the name.
 //!
 //! Either way the span a reparse would have been told is told to the next reparse: the tokens
 //! around the edit are then lexed anew, as if the keystroke had been reparsed.
 
 use tree_sitter::{Node, Tree};
 
-use crate::grammar_ids::{COMMENT, STRING};
+use crate::grammar_ids::{COMMENT, IDENTIFIER, KEYWORDS, STRING, is_name_byte};
 use crate::text::{TextRange, line_start, starts_a_line};
 
 /// The old text's bytes to describe to tree-sitter as replaced when `range` of `text` is
@@ -111,7 +116,36 @@ pub fn told_without_reparse(text: &str, tree: &Tree, range: TextRange, inserted:
     if inside_a_comment(text, tree, range, inserted) {
         return Some(range);
     }
-    blank_at_a_line_end(text, tree, range, inserted)
+    blank_at_a_line_end(text, tree, range, inserted).or_else(|| inside_a_name(text, tree, range, inserted))
+}
+
+/// Whether replacing `range` of `text` by `inserted` changes only the ASCII letters, digits and
+/// underscores of one name of `tree`, which has no syntax error, and leaves a name: the run of
+/// them still starts with a letter or an underscore, and neither it nor the old run is a keyword.
+/// (In a name with other characters the run may be part of it: that only takes more to a
+/// reparse.) Returns the range to tell tree-sitter.
+fn inside_a_name(text: &str, tree: &Tree, range: TextRange, inserted: &str) -> Option<TextRange> {
+    let bytes = text.as_bytes();
+    let name_bytes = |run: &[u8]| run.iter().all(|&byte| is_name_byte(byte));
+    if !name_bytes(inserted.as_bytes()) || !name_bytes(&bytes[range.start..range.end]) {
+        return None;
+    }
+    let start = range.start - bytes[..range.start].iter().rev().take_while(|&&byte| is_name_byte(byte)).count();
+    let end = range.end + bytes[range.end..].iter().take_while(|&&byte| is_name_byte(byte)).count();
+    let root = tree.root_node();
+    if start == end || root.has_error() {
+        return None;
+    }
+    let name = root.descendant_for_byte_range(start, end)?;
+    if !IDENTIFIER.contains(name) {
+        return None;
+    }
+    let new_name = [&text[start..range.start], inserted, &text[range.end..end]].concat();
+    let starts_a_name = new_name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_');
+    if !starts_a_name || KEYWORDS.contains(&text[start..end]) || KEYWORDS.contains(&new_name) {
+        return None;
+    }
+    Some(if range.is_empty() && range.start == start { TextRange::new(start, start + 1) } else { range })
 }
 
 /// Whether replacing `range` of `text` by `inserted` changes only the spaces and tabs between the
@@ -511,6 +545,60 @@ def score_{n}(model, x):
         assert!(unreparsed("import torch", &broken).iter().all(|&u| !u), "in a tree with a syntax error");
     }
 
+    /// Letters, digits and underscores typed at every place of every name of a script, and each
+    /// character of a name deleted: the tree is a fresh parse's tree node for node. Inside a name,
+    /// at its start and at its end that takes no reparse, unless the name would start with a
+    /// digit or become a keyword (`if`, `None`, the soft `match`), or is one (`print`, `match`,
+    /// `__future__`), or the tree has a syntax error.
+    #[test]
+    fn typing_inside_a_name_needs_no_reparse() {
+        let text = "from __future__ import annotations\nimport torch\n\nx1 = torch.zeros(3)\ny = x1.shape[0] + 1e5.real + Non + café\n\n\ndef train(model, loader, *, lr=1e-3):\n    for i, batch in enumerate(loader):\n        loss = model(batch).sum()\n        print(loss, f\"{loss!r} {lr}\")\n    match = i\n    return loss\n";
+        let tree = parse(text, None);
+        let names: Vec<TextRange> = crate::parse::layout(&tree)
+            .into_iter()
+            .filter(|(kind, bytes, ..)| {
+                *kind == crate::parse::python().id_for_node_kind("identifier", true) && !bytes.is_empty()
+            })
+            .map(|(_, bytes, ..)| TextRange::new(bytes.start, bytes.end))
+            .collect();
+        assert!(names.len() > 20, "{} names", names.len());
+        let mut unreparsed = 0;
+        for name in &names {
+            let places = (name.start..=name.end).filter(|&at| text.is_char_boundary(at));
+            let deleting = places.clone().filter(|&at| at < name.end).map(|at| {
+                let next_char = text[at..].chars().next().map_or(0, char::len_utf8);
+                (TextRange::new(at, at + next_char), "")
+            });
+            let typing = places.flat_map(|at| ["x", "_", "9", "e", "f"].map(|typed| (TextRange::empty(at), typed)));
+            for (range, inserted) in typing.chain(deleting) {
+                let mut document = Document::new(text, 1);
+                document.edit_text(range, inserted);
+                unreparsed += usize::from(!document.needs_reparse());
+                let fresh = parse(document.text(), None);
+                assert_same_layout(document.tree(), &fresh, &format!("{range:?} {inserted:?}"));
+            }
+        }
+        assert!(unreparsed > 200, "{unreparsed} edits of names not reparsed");
+        let reparsed = |text: &str, range: TextRange, inserted: &str| {
+            let mut document = Document::new(text, 1);
+            document.edit_text(range, inserted);
+            document.needs_reparse()
+        };
+        let at = |place: &str| text.find(place).expect("the script holds the place") + place.len();
+        for (place, inserted) in [("def train", "s"), ("(model", "s"), ("lr", "e"), ("(batch).", "_")] {
+            assert!(!reparsed(text, TextRange::empty(at(place)), inserted), "{inserted:?} after {place:?}");
+        }
+        assert!(!reparsed(text, TextRange::new(at("lo") - 2, at("lo") - 1), ""), "deleting a name's first letter");
+        for (place, inserted) in [("for i", "f"), ("+ Non", "e"), ("    matc", "h"), ("__futur", "e")] {
+            assert!(reparsed(text, TextRange::empty(at(place)), inserted), "{inserted:?} after {place:?}");
+        }
+        assert!(reparsed(text, TextRange::empty(at("\ny = ")), "9"), "a name starting with a digit");
+        assert!(reparsed(text, TextRange::new(at("\nx") - 1, at("\nx")), ""), "x1 made a number");
+        assert!(reparsed(text, TextRange::empty(at("    prin")), "t"), "inside `print`");
+        let broken = text.replace("zeros(3)", "zeros(3");
+        assert!(reparsed(&broken, TextRange::empty(broken.find("(model").unwrap() + 6), "s"), "a syntax error");
+    }
+
     /// Typing and deleting inside a comment, at every place after its `#`, its end included: the
     /// tree is not reparsed, and it is a fresh parse's tree node for node. Characters that end a
     /// line, reset its indentation or end the input, and edits of the `#` itself, are reparsed.
@@ -546,8 +634,9 @@ def score_{n}(model, x):
     }
 
     /// A comment typed a character at a time: at the end of a block's last line before a dedent,
-    /// at the end of a function's header, on a blank line between two methods. Then a name typed
-    /// and deleted in a function further down, and the comment taken out again. The keystrokes
+    /// at the end of a function's header, on a blank line between two methods. Then a space typed
+    /// and deleted before a call's arguments in a function further down, which is reparsed, and
+    /// the comment taken out again. The keystrokes
     /// after the `#` are not reparsed, nor are the spaces before it at the end of a line of code;
     /// each reparse after them, told what theirs would have been told, rebuilds the statements
     /// around its edit, not the rest of the file.
@@ -567,7 +656,7 @@ def score_{n}(model, x):
             let typed = "  # warm up";
             let name_at = elsewhere.0 + elsewhere.1.len() + typed.len();
             let typing = (0..typed.len()).map(|i| (TextRange::empty(at + i), &typed[i..=i]));
-            let naming = [(TextRange::empty(name_at), "_"), (TextRange::new(name_at, name_at + 1), "")];
+            let naming = [(TextRange::empty(name_at), " "), (TextRange::new(name_at, name_at + 1), "")];
             let deleting = (0..typed.len()).rev().map(|i| (TextRange::new(at + i, at + i + 1), ""));
             let mut document = Document::unparsed(&text, 1);
             let mut tree = document.settled_tree();
@@ -580,7 +669,7 @@ def score_{n}(model, x):
                 assert_same_layout(&edited, &fresh, &format!("{place:?} {range:?} {inserted:?}"));
                 // At most the statements around the edit, and after keystrokes inside the
                 // comment the two around it too; told nothing of those keystrokes, the reparse
-                // of the name rebuilds all 300 statements after the comment.
+                // of the space rebuilds all 300 statements after the comment.
                 let rebuilt = statements_not_shared(&tree, &edited);
                 assert!(rebuilt <= 4, "{place:?} {range:?} {inserted:?}: {rebuilt} top-level statements rebuilt");
                 tree = edited;
@@ -590,26 +679,27 @@ def score_{n}(model, x):
         }
     }
 
-    /// Typing in a comment near the top of a file and in one near its end, then a name between
-    /// them: the reparse is told of the two comments apart, and does not parse the text between
-    /// them anew.
+    /// Typing in a comment near the top of a file and in one near its end, then a space inside a
+    /// call's parentheses between them: the reparse of the space is told of the two comments
+    /// apart, and does not parse the text between them anew.
     #[test]
     fn keystrokes_in_comments_far_apart_are_told_apart() {
         let text = script();
         let comment = "        # No parameters of its own.";
         let first = text.find(comment).expect("the script holds the comment") + comment.len();
         let last = text.match_indices(comment).nth(140).expect("the script holds the comment").0 + comment.len();
-        let name = text.match_indices("        loss = model").nth(70).expect("the script holds the place");
-        let name_at = name.0 + name.1.len() + 1;
+        let call = text.match_indices("        loss = model").nth(70).expect("the script holds the place");
+        let space_at = call.0 + call.1.len() + 1;
         let mut document = Document::unparsed(&text, 1);
         let tree = document.settled_tree();
         document.edit_text(TextRange::empty(last), "!");
         document.edit_text(TextRange::empty(first), "!");
         assert!(!document.needs_reparse());
-        document.edit_text(TextRange::empty(name_at), "_");
+        document.edit_text(TextRange::empty(space_at), " ");
+        assert!(document.needs_reparse());
         let edited = document.tree().clone();
-        assert_same_layout(&edited, &parse(document.text(), None), "the name");
-        // The statements around each comment and around the name; told as one span, the 283
+        assert_same_layout(&edited, &parse(document.text(), None), "the space");
+        // The statements around each comment and around the space; told as one span, the 283
         // between the comments.
         let rebuilt = statements_not_shared(&tree, &edited);
         assert!(rebuilt <= 9, "{rebuilt} top-level statements rebuilt");
