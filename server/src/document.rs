@@ -29,10 +29,10 @@ pub struct Document {
     tree: Option<Tree>,
     /// Edited since the last parse: the tree has been told of the edits but not reparsed.
     reparse_pending: bool,
-    /// What edits that need no reparse (inside comments, blank space at the end of a line; see
-    /// [`told_without_reparse`]) would have told a reparse of: told to the next reparse, before
-    /// the edit that needs it. Spans apart are kept apart: told as one, the text between two
-    /// such edits would be parsed anew.
+    /// What edits that need no reparse (inside a comment or a name, blank space at the end of a
+    /// line; see [`told_without_reparse`]) would have told a reparse of: told to the next reparse,
+    /// before the edit that needs it. Spans apart are kept apart: told as one, the text between
+    /// two such edits would be parsed anew.
     untold: Vec<TextRange>,
     version: i32,
 }
@@ -133,10 +133,10 @@ impl Document {
     /// [`Document::edit`] without the reparse, which [`Document::reparse`] then makes once for
     /// all the edits of a change. Until then the tree is not of the text: it is not handed out.
     ///
-    /// An edit that changes no token (inside a comment, or blank space at the end of a line of
-    /// code) leaves the tree the text's tree without a reparse (see [`told_without_reparse`]):
-    /// the tree is told of it, and the next reparse is told of what a reparse of it would have
-    /// been told.
+    /// An edit that changes no token but the one it is in (inside a comment or a name, blank
+    /// space at the end of a line of code) leaves the tree the text's tree without a reparse (see
+    /// [`told_without_reparse`]): the tree is told of it, and the next reparse is told of what a
+    /// reparse of it would have been told.
     pub fn edit_text(&mut self, range: TextRange, new_text: &str) {
         let start_char = self.rope.byte_to_char(range.start);
         let end_char = self.rope.byte_to_char(range.end);

@@ -119,35 +119,6 @@ pub fn told_without_reparse(text: &str, tree: &Tree, range: TextRange, inserted:
     blank_at_a_line_end(text, tree, range, inserted).or_else(|| inside_a_name(text, tree, range, inserted))
 }
 
-/// Whether replacing `range` of `text` by `inserted` changes only the ASCII letters, digits and
-/// underscores of one name of `tree`, which has no syntax error, and leaves a name: the run of
-/// them still starts with a letter or an underscore, and neither it nor the old run is a keyword.
-/// (In a name with other characters the run may be part of it: that only takes more to a
-/// reparse.) Returns the range to tell tree-sitter.
-fn inside_a_name(text: &str, tree: &Tree, range: TextRange, inserted: &str) -> Option<TextRange> {
-    let bytes = text.as_bytes();
-    let name_bytes = |run: &[u8]| run.iter().all(|&byte| is_name_byte(byte));
-    if !name_bytes(inserted.as_bytes()) || !name_bytes(&bytes[range.start..range.end]) {
-        return None;
-    }
-    let start = range.start - bytes[..range.start].iter().rev().take_while(|&&byte| is_name_byte(byte)).count();
-    let end = range.end + bytes[range.end..].iter().take_while(|&&byte| is_name_byte(byte)).count();
-    let root = tree.root_node();
-    if start == end || root.has_error() {
-        return None;
-    }
-    let name = root.descendant_for_byte_range(start, end)?;
-    if !IDENTIFIER.contains(name) {
-        return None;
-    }
-    let new_name = [&text[start..range.start], inserted, &text[range.end..end]].concat();
-    let starts_a_name = new_name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_');
-    if !starts_a_name || KEYWORDS.contains(&text[start..end]) || KEYWORDS.contains(&new_name) {
-        return None;
-    }
-    Some(if range.is_empty() && range.start == start { TextRange::new(start, start + 1) } else { range })
-}
-
 /// Whether replacing `range` of `text` by `inserted` changes only the spaces and tabs between the
 /// last token of a line of code and the line's break, in a tree without syntax errors (whose
 /// recovery counts the characters it skips), and not in a string that runs on to the next line.
@@ -176,6 +147,35 @@ fn blank_at_a_line_end(text: &str, tree: &Tree, range: TextRange, inserted: &str
     let around = root.descendant_for_byte_range(space_start - 1, space_end + 1)?;
     let in_a_string = std::iter::successors(Some(around), Node::parent).any(|node| STRING.contains(node));
     (token.end_byte() == space_start && !in_a_string).then(|| TextRange::new(range.start, range.end + 1))
+}
+
+/// Whether replacing `range` of `text` by `inserted` changes only the ASCII letters, digits and
+/// underscores of one name of `tree`, which has no syntax error, and leaves a name: the run of
+/// them still starts with a letter or an underscore, and neither it nor the old run is a keyword.
+/// (In a name with other characters the run may be part of it: that only takes more to a
+/// reparse.) Returns the range to tell tree-sitter.
+fn inside_a_name(text: &str, tree: &Tree, range: TextRange, inserted: &str) -> Option<TextRange> {
+    let bytes = text.as_bytes();
+    let name_bytes = |run: &[u8]| run.iter().all(|&byte| is_name_byte(byte));
+    if !name_bytes(inserted.as_bytes()) || !name_bytes(&bytes[range.start..range.end]) {
+        return None;
+    }
+    let start = range.start - bytes[..range.start].iter().rev().take_while(|&&byte| is_name_byte(byte)).count();
+    let end = range.end + bytes[range.end..].iter().take_while(|&&byte| is_name_byte(byte)).count();
+    let root = tree.root_node();
+    if start == end || root.has_error() {
+        return None;
+    }
+    let name = root.descendant_for_byte_range(start, end)?;
+    if !IDENTIFIER.contains(name) {
+        return None;
+    }
+    let new_name = [&text[start..range.start], inserted, &text[range.end..end]].concat();
+    let starts_a_name = new_name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_');
+    if !starts_a_name || KEYWORDS.contains(&text[start..end]) || KEYWORDS.contains(&new_name) {
+        return None;
+    }
+    Some(if range.is_empty() && range.start == start { TextRange::new(start, start + 1) } else { range })
 }
 
 /// Whether replacing `range` of `text` by `inserted` changes nothing but the text of one comment
@@ -636,10 +636,9 @@ def score_{n}(model, x):
     /// A comment typed a character at a time: at the end of a block's last line before a dedent,
     /// at the end of a function's header, on a blank line between two methods. Then a space typed
     /// and deleted before a call's arguments in a function further down, which is reparsed, and
-    /// the comment taken out again. The keystrokes
-    /// after the `#` are not reparsed, nor are the spaces before it at the end of a line of code;
-    /// each reparse after them, told what theirs would have been told, rebuilds the statements
-    /// around its edit, not the rest of the file.
+    /// the comment taken out again. The keystrokes after the `#` are not reparsed, nor are the
+    /// spaces before it at the end of a line of code; each reparse after them, told what theirs
+    /// would have been told, rebuilds the statements around its edit, not the rest of the file.
     #[test]
     fn a_reparse_after_keystrokes_that_change_no_token_rebuilds_little() {
         let text = script();
@@ -654,14 +653,14 @@ def score_{n}(model, x):
         for (place, expected_unreparsed) in places {
             let at = text.find(place).expect("the script holds the place") + place.len();
             let typed = "  # warm up";
-            let name_at = elsewhere.0 + elsewhere.1.len() + typed.len();
+            let space_at = elsewhere.0 + elsewhere.1.len() + typed.len();
             let typing = (0..typed.len()).map(|i| (TextRange::empty(at + i), &typed[i..=i]));
-            let naming = [(TextRange::empty(name_at), " "), (TextRange::new(name_at, name_at + 1), "")];
+            let spacing = [(TextRange::empty(space_at), " "), (TextRange::new(space_at, space_at + 1), "")];
             let deleting = (0..typed.len()).rev().map(|i| (TextRange::new(at + i, at + i + 1), ""));
             let mut document = Document::unparsed(&text, 1);
             let mut tree = document.settled_tree();
             let mut unreparsed = 0;
-            for (range, inserted) in typing.chain(naming).chain(deleting) {
+            for (range, inserted) in typing.chain(spacing).chain(deleting) {
                 document.edit_text(range, inserted);
                 unreparsed += usize::from(!document.needs_reparse());
                 let edited = document.tree().clone();
