@@ -80,8 +80,8 @@ impl OpenDocument {
 
     /// Reparse the edited text. Meanwhile, on the other core, the rules that could fire on it
     /// are judged for the lint that follows (see [`StatementCache::judge_ahead`]). Edits that
-    /// need no reparse (inside a comment) leave the judgement to the lint, where it overlaps
-    /// with the model's build.
+    /// need no reparse (inside a comment or a name, blank space at the end of a line) leave the
+    /// judgement to the lint, where it overlaps with the model's build.
     pub fn reparse(&mut self) {
         if !self.document.needs_reparse() {
             return;
