@@ -14,8 +14,9 @@
 //! - **The kinds of the loops**, statement by statement. A statement whose loops' kinds are not
 //!   what they were when its findings were kept keeps none; for the reads of its loops by other
 //!   statements' checks ([`crate::semantic::reads::Index::LoopKinds`]) it counts as changed, as
-//!   do the statements the edit changed. Compared for the whole file, a keystroke that broke one loop's header (` *`
-//!   after its colon turns the body into an error) made every statement's checks again.
+//!   do the statements the edit changed. Compared for the whole file, a keystroke that broke one
+//!   loop's header (` *` after its colon turns the body into an error) made every statement's
+//!   checks again.
 //!
 //! The kinds of the loops are kept the same way, per statement, ahead of the checks: a statement's
 //! loop kinds stand while what classifying them read does and the imports are the same.

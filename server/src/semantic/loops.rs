@@ -84,12 +84,10 @@ impl<'a> Model<'a> {
     /// Note that the kinds of the loops in `node`'s top-level statement were read
     /// ([`reads::Index::LoopKinds`]), unless that is the statement whose checks are recorded.
     pub(super) fn read_kinds_around(&self, node: Node<'a>) {
-        if reads::recording_now()
-            && let Some(statement) = self.top_level_index_of_noted(node).map(|i| self.top_level[i])
-            && !reads::checking_statement_at(statement.start_byte())
-        {
-            reads::read_hashed_key(reads::loop_kinds_key(self.node_text(statement)));
-        }
+        reads::read_loop_kinds(|| {
+            let statement = self.top_level[self.top_level_index_of_noted(node)?];
+            Some((statement.start_byte(), self.node_text(statement)))
+        });
     }
 
     /// Whether `node` is an eval loop. Only a loop that passes [`is_eval_loop`], which reads

@@ -121,19 +121,6 @@ pub fn loop_kinds_key(statement_text: &str) -> u64 {
     key(Index::LoopKinds, loop_kinds_name(statement_text))
 }
 
-/// Whether reads are being recorded on this thread: a read that takes work to describe is
-/// described only then.
-pub fn recording_now() -> bool {
-    RECORDER.with_borrow(Option::is_some)
-}
-
-/// Whether the checks being recorded are those of the top-level statement starting at `start`
-/// ([`recording_checks_of`]); a memoised computation inside them records for itself, and is
-/// never theirs.
-pub fn checking_statement_at(start: usize) -> bool {
-    RECORDER.with_borrow(|recorder| recorder.as_ref().is_some_and(|reads| reads.checked_statement == Some(start)))
-}
-
 /// Note a lookup of `name` in `index`, when reads are being recorded.
 pub fn read_key(index: Index, name: &str) {
     RECORDER.with_borrow_mut(|recorder| {
@@ -143,11 +130,17 @@ pub fn read_key(index: Index, name: &str) {
     });
 }
 
-/// [`read_key`] of a key already made ([`loop_kinds_key`]).
-pub fn read_hashed_key(hashed: u64) {
+/// Note a read of the kinds of a top-level statement's loops ([`Index::LoopKinds`]), when reads
+/// are being recorded and the statement is not the one whose checks are ([`recording_checks_of`];
+/// a memoised computation inside them records for itself, and is never theirs). `statement`
+/// gives the statement's start and text, and is asked only then: finding it takes work.
+pub fn read_loop_kinds<'t>(statement: impl FnOnce() -> Option<(usize, &'t str)>) {
     RECORDER.with_borrow_mut(|recorder| {
-        if let Some(reads) = recorder {
-            reads.keys.push(hashed);
+        if let Some(reads) = recorder
+            && let Some((start, text)) = statement()
+            && reads.checked_statement != Some(start)
+        {
+            reads.keys.push(loop_kinds_key(text));
         }
     });
 }
