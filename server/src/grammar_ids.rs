@@ -10,6 +10,7 @@ use std::sync::LazyLock;
 use tree_sitter::Node;
 
 use crate::parse::python;
+use crate::prefilter::is_name_char;
 
 /// A set of named node kinds. A name can stand for several symbols (the grammar aliases
 /// keywords such as `match` to `identifier`), so membership is by every symbol of that name.
@@ -68,7 +69,7 @@ kind_sets! {
 pub static KEYWORDS: LazyLock<foldhash::HashSet<String>> = LazyLock::new(|| {
     let language = python();
     let spelled_like_a_name =
-        |kind: &str| kind.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') && kind.bytes().all(is_name_byte);
+        |kind: &str| kind.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') && kind.chars().all(is_name_char);
     let anonymous = (0..language.node_kind_count() as u16)
         .filter(|&id| !language.node_kind_is_named(id))
         .filter_map(|id| language.node_kind_for_id(id))
@@ -76,11 +77,6 @@ pub static KEYWORDS: LazyLock<foldhash::HashSet<String>> = LazyLock::new(|| {
     // `none`, `true` and `false` are named nodes whose token is the keyword.
     anonymous.chain(["None", "True", "False"]).map(str::to_owned).collect()
 });
-
-/// An ASCII letter, digit or underscore: a byte of an ASCII name.
-pub fn is_name_byte(byte: u8) -> bool {
-    byte.is_ascii_alphanumeric() || byte == b'_'
-}
 
 /// Declares a `LazyLock<u16>` per field name of the grammar.
 macro_rules! fields {

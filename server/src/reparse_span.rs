@@ -59,7 +59,7 @@
 
 use tree_sitter::{Node, Tree};
 
-use crate::grammar_ids::{COMMENT, IDENTIFIER, KEYWORDS, STRING, is_name_byte};
+use crate::grammar_ids::{COMMENT, IDENTIFIER, KEYWORDS, STRING};
 use crate::text::{TextRange, line_start, starts_a_line};
 
 /// The old text's bytes to describe to tree-sitter as replaced when `range` of `text` is
@@ -113,6 +113,10 @@ pub fn span_to_reparse(text: &str, tree: &Tree, range: TextRange, inserted: &str
 /// What to tell tree-sitter of replacing `range` of `text` by `inserted` when that changes no
 /// token and the tree needs no reparse (see the module's documentation); `None` when it needs one.
 pub fn told_without_reparse(text: &str, tree: &Tree, range: TextRange, inserted: &str) -> Option<TextRange> {
+    // A reparse may recover from a syntax error otherwise: the recovery counts what it skips.
+    if tree.root_node().has_error() {
+        return None;
+    }
     if inside_a_comment(text, tree, range, inserted) {
         return Some(range);
     }
@@ -120,25 +124,17 @@ pub fn told_without_reparse(text: &str, tree: &Tree, range: TextRange, inserted:
 }
 
 /// Whether replacing `range` of `text` by `inserted` changes only the spaces and tabs between the
-/// last token of a line of code and the line's break, in a tree without syntax errors (whose
-/// recovery counts the characters it skips), and not in a string that runs on to the next line.
+/// last token of a line of code and the line's break, not in a string that runs on to the next
+/// line.
 /// A backslash that joins the next line ends no token there: its line continuation holds the break.
 /// Returns the range to tell tree-sitter: `range` and the character after it, left as it was.
 fn blank_at_a_line_end(text: &str, tree: &Tree, range: TextRange, inserted: &str) -> Option<TextRange> {
-    let blank = |byte: &u8| matches!(byte, b' ' | b'\t');
     let bytes = text.as_bytes();
-    if !inserted.bytes().all(|byte| blank(&byte)) || !bytes[range.start..range.end].iter().all(blank) {
-        return None;
-    }
-    let space_start = range.start - bytes[..range.start].iter().rev().take_while(|byte| blank(byte)).count();
-    let space_end = range.end + bytes[range.end..].iter().take_while(|byte| blank(byte)).count();
+    let (space_start, space_end) = run_around(bytes, range, inserted, |byte| matches!(byte, b' ' | b'\t'))?;
     if space_start == 0 || !matches!(&bytes[space_end..], [b'\n', ..] | [b'\r', b'\n', ..]) {
         return None;
     }
     let root = tree.root_node();
-    if root.has_error() {
-        return None;
-    }
     // A token ends where the space starts: not a comment or a line continuation, which hold
     // what follows, not a string's text, and not a line break (the space would be a blank line's
     // indentation). And no string holds the space and the line break: an f-string's `}` ends a
@@ -150,23 +146,19 @@ fn blank_at_a_line_end(text: &str, tree: &Tree, range: TextRange, inserted: &str
 }
 
 /// Whether replacing `range` of `text` by `inserted` changes only the ASCII letters, digits and
-/// underscores of one name of `tree`, which has no syntax error, and leaves a name: the run of
+/// underscores of one name of `tree`, and leaves a name: the run of
 /// them still starts with a letter or an underscore, and neither it nor the old run is a keyword.
 /// (In a name with other characters the run may be part of it: that only takes more to a
 /// reparse.) Returns the range to tell tree-sitter.
 fn inside_a_name(text: &str, tree: &Tree, range: TextRange, inserted: &str) -> Option<TextRange> {
-    let bytes = text.as_bytes();
-    let name_bytes = |run: &[u8]| run.iter().all(|&byte| is_name_byte(byte));
-    if !name_bytes(inserted.as_bytes()) || !name_bytes(&bytes[range.start..range.end]) {
+    // Not `prefilter::is_name_byte`, which takes every byte of a non-ASCII character: whether one
+    // belongs in a name depends on the whole character.
+    let ascii_name_byte = |byte: u8| byte.is_ascii_alphanumeric() || byte == b'_';
+    let (start, end) = run_around(text.as_bytes(), range, inserted, ascii_name_byte)?;
+    if start == end {
         return None;
     }
-    let start = range.start - bytes[..range.start].iter().rev().take_while(|&&byte| is_name_byte(byte)).count();
-    let end = range.end + bytes[range.end..].iter().take_while(|&&byte| is_name_byte(byte)).count();
-    let root = tree.root_node();
-    if start == end || root.has_error() {
-        return None;
-    }
-    let name = root.descendant_for_byte_range(start, end)?;
+    let name = tree.root_node().descendant_for_byte_range(start, end)?;
     if !IDENTIFIER.contains(name) {
         return None;
     }
@@ -181,12 +173,11 @@ fn inside_a_name(text: &str, tree: &Tree, range: TextRange, inserted: &str) -> O
 /// Whether replacing `range` of `text` by `inserted` changes nothing but the text of one comment
 /// of `tree`: the edit lies after the comment's `#`, neither side of it holds a line break or a
 /// form feed (which end a line or reset its indentation) or a NUL (which the scanner takes for
-/// the end of the input), and the tree has no syntax error, whose recovery a reparse may redo
-/// differently.
+/// the end of the input).
 fn inside_a_comment(text: &str, tree: &Tree, range: TextRange, inserted: &str) -> bool {
     let breaks_a_line = |s: &str| s.bytes().any(|b| matches!(b, b'\n' | b'\r' | b'\x0c' | b'\0'));
     let root = tree.root_node();
-    if range.start == 0 || root.has_error() || breaks_a_line(inserted) || breaks_a_line(&text[range.start..range.end]) {
+    if range.start == 0 || breaks_a_line(inserted) || breaks_a_line(&text[range.start..range.end]) {
         return false;
     }
     // The smallest node holding the byte before the edit and the edit: a comment that holds both
@@ -205,12 +196,35 @@ fn last_damaged_statement<'t>(text: &str, first: Option<Node<'t>>) -> Option<Nod
 
 /// The first byte at or after `from` that is not blank space (the text's length if none is).
 fn run_of_space_after(bytes: &[u8], from: usize) -> usize {
-    from + bytes[from..].iter().take_while(|b| b.is_ascii_whitespace()).count()
+    run_end(bytes, from, |byte| byte.is_ascii_whitespace())
 }
 
 /// The start of the run of blank space that ends at `to`.
 fn run_of_space_before(bytes: &[u8], to: usize) -> usize {
-    to - bytes[..to].iter().rev().take_while(|b| b.is_ascii_whitespace()).count()
+    run_start(bytes, to, |byte| byte.is_ascii_whitespace())
+}
+
+/// The first byte at or after `from` that `part` does not take (the text's length if none).
+fn run_end(bytes: &[u8], from: usize, part: impl Fn(u8) -> bool) -> usize {
+    from + bytes[from..].iter().take_while(|&&byte| part(byte)).count()
+}
+
+/// The start of the run of bytes that `part` takes that ends at `to`.
+fn run_start(bytes: &[u8], to: usize, part: impl Fn(u8) -> bool) -> usize {
+    to - bytes[..to].iter().rev().take_while(|&&byte| part(byte)).count()
+}
+
+/// The run of bytes that `part` takes around `range`, as its (start, end), when it takes every
+/// byte that `range` holds and every byte of `inserted`: an edit that stays inside such a run.
+fn run_around(
+    bytes: &[u8],
+    range: TextRange,
+    inserted: &str,
+    part: impl Fn(u8) -> bool + Copy,
+) -> Option<(usize, usize)> {
+    let all = |run: &[u8]| run.iter().all(|&byte| part(byte));
+    (all(inserted.as_bytes()) && all(&bytes[range.start..range.end]))
+        .then(|| (run_start(bytes, range.start, part), run_end(bytes, range.end, part)))
 }
 
 /// The byte after the line break that ends the line holding `at` (the text's length if none).
