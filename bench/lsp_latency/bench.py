@@ -41,6 +41,12 @@ outside strings and comments, blank lines included: a function's header, the las
 block before a dedent, the blank line between two functions. There a keystroke touches an
 INDENT or DEDENT, which a server reparsing incrementally with tree-sitter must take care of.
 
+Client (--client node): the keystrokes are replayed by replay.mjs in Node, the runtime of VS
+Code's language client, and each publish is decoded with V8's JSON.parse, as there. This client
+decodes with Python's json.loads, which takes about a millisecond for the script's 238 KB
+publish when warm and several on a core that waited: the client that measures then sets much of
+the tail it measures. The keystrokes, the turns and the summary are the same for both.
+
 Floor (replay_server.py): a server that does no work and sends the same publish as a real one
 shows what the pipe and this client's decoding alone cost on this host.
 
@@ -48,7 +54,7 @@ Memory: open 1,000 different training scripts, wait until each has its diagnosti
 the server's resident set size from /proc.
 
 Usage: bench.py --server "culint server" --server "ruff server" [--edits 1000] [--files 1000]
-       [--only latency|memory] [--paired] [--pull | --pull-full] [--anywhere]
+       [--only latency|memory] [--paired] [--pull | --pull-full] [--anywhere] [--client python|node]
 Writes a JSON summary to stdout.
 """
 
@@ -249,6 +255,8 @@ def percentile(samples, share):
 class Pushed:
     """Diagnostics as the server pushes them: each version's publishDiagnostics."""
 
+    mode = "push"
+
     def __init__(self, connection, uri):
         self.connection, self.uri = connection, uri
 
@@ -260,6 +268,7 @@ class Pushed:
 class Pulled:
     """Diagnostics as the client pulls them, passing the result id of the last report."""
 
+    mode = "pull"
     keeps_result_ids = True
 
     def __init__(self, connection, uri):
@@ -279,6 +288,7 @@ class Pulled:
 class PulledFull(Pulled):
     """Diagnostics pulled without a result id: every report is a full one."""
 
+    mode = "pull-full"
     keeps_result_ids = False
 
 
@@ -331,43 +341,76 @@ def summary(samples, received_samples, text, in_comment):
     }
 
 
-def latency(commands, edit_count, how=Pushed, anywhere=False):
+def latency(commands, edit_count, how=Pushed, anywhere=False, client="python"):
     """Latency of each server in `commands`, with diagnostics got as `how` gets them: alone when
-    there is one, in turns when there are more."""
+    there is one, in turns when there are more. `client` replays the keystrokes: this script, or
+    replay.mjs in Node."""
     with tempfile.TemporaryDirectory() as root:
         path = Path(root) / "train.py"
         text = training_script(10_000)
         path.write_text(text)
-        uri = path.as_uri()
-        pull = how is not Pushed
-        connections = [start_server(command, root, pull) for command in commands]
-        watches = [how(connection, uri) for connection in connections]
-        for connection, watch in zip(connections, watches):
-            open_script(connection, uri, text, watch)
-        samples = [([], []) for _ in connections]
         keystrokes = edits(text, edit_count, anywhere)
-        gc.collect()
-        gc.disable()
-        try:
-            for version, edit in enumerate(keystrokes, start=2):
-                turns = list(enumerate(connections))
-                first = version % len(turns)
-                for i, connection in turns[first:] + turns[:first]:
-                    decoded, received = keystroke(connection, watches[i], uri, version, edit)
-                    samples[i][0].append(decoded)
-                    samples[i][1].append(received)
-        finally:
-            gc.enable()
-        results = []
-        for connection, watch, (decoded, received) in zip(connections, watches, samples):
-            result = summary(decoded, received, text, [edit[4] for edit in keystrokes])
-            if pull:
-                # Of the keystrokes' reports (the open's is full).
-                result["unchanged_reports"] = watch.unchanged
-            result["rss_mb_after"] = round(connection.rss_bytes() / 2**20, 1)
-            connection.close()
-            results.append(result)
+        replay = replay_in_node if client == "node" else replay_in_python
+        runs = replay(commands, root, path.as_uri(), text, keystrokes, how)
+    results = []
+    for run in runs:
+        result = {"client": client, **summary(run["decoded"], run["received"], text, [edit[4] for edit in keystrokes])}
+        if how is not Pushed:
+            # Of the keystrokes' reports (the open's is full).
+            result["unchanged_reports"] = run["unchanged_reports"]
+        result["rss_mb_after"] = round(run["rss_bytes"] / 2**20, 1)
+        results.append(result)
     return results
+
+
+def replay_in_python(commands, root, uri, text, keystrokes, how):
+    """Each server's samples of `keystrokes`, replayed by this script: decoded and received
+    latencies in milliseconds, the unchanged reports (when pulled) and the RSS after."""
+    connections = [start_server(command, root, how is not Pushed) for command in commands]
+    watches = [how(connection, uri) for connection in connections]
+    for connection, watch in zip(connections, watches):
+        open_script(connection, uri, text, watch)
+    samples = [([], []) for _ in connections]
+    gc.collect()
+    gc.disable()
+    try:
+        for version, edit in enumerate(keystrokes, start=2):
+            turns = list(enumerate(connections))
+            first = version % len(turns)
+            for i, connection in turns[first:] + turns[:first]:
+                decoded, received = keystroke(connection, watches[i], uri, version, edit)
+                samples[i][0].append(decoded)
+                samples[i][1].append(received)
+    finally:
+        gc.enable()
+    runs = []
+    for connection, watch, (decoded, received) in zip(connections, watches, samples):
+        unchanged = getattr(watch, "unchanged", 0)
+        runs.append({"decoded": decoded, "received": received, "unchanged_reports": unchanged, "rss_bytes": connection.rss_bytes()})
+        connection.close()
+    return runs
+
+
+def replay_in_node(commands, root, uri, text, keystrokes, how):
+    """As `replay_in_python`, with the keystrokes replayed by replay.mjs in Node."""
+    job = {
+        "commands": [server_argv(command) for command in commands],
+        "root": root,
+        "rootUri": Path(root).as_uri(),
+        "uri": uri,
+        "text": text,
+        "edits": [edit[:4] for edit in keystrokes],
+        "how": how.mode,
+        "capabilities": CAPABILITIES if how is Pushed else PULL_CAPABILITIES,
+    }
+    script = Path(__file__).with_name("replay.mjs")
+    try:
+        done = subprocess.run(["node", str(script)], input=json.dumps(job).encode(), capture_output=True)
+    except FileNotFoundError:
+        sys.exit("bench.py: --client node needs `node` on PATH")
+    if done.returncode != 0:
+        sys.exit(f"bench.py: the Node replay failed: {done.stderr.decode().strip()}")
+    return json.loads(done.stdout)
 
 
 def memory(command, file_count):
@@ -419,6 +462,12 @@ def main():
     parser.add_argument(
         "--anywhere", action="store_true", help="type at the end of any line of code, not only in training loops"
     )
+    parser.add_argument(
+        "--client",
+        choices=["python", "node"],
+        default="python",
+        help="the client that replays the keystrokes: this script, or replay.mjs in Node (as VS Code's)",
+    )
     args = parser.parse_args()
     how = Pulled if args.pull else PulledFull if args.pull_full else Pushed
     if args.paired and args.only == "memory":
@@ -426,12 +475,12 @@ def main():
     results = {command: {} for command in args.server}
     if args.paired:
         print(f"benchmarking {len(args.server)} servers in turns ...", file=sys.stderr)
-        for command, result in zip(args.server, latency(args.server, args.edits, how, args.anywhere)):
+        for command, result in zip(args.server, latency(args.server, args.edits, how, args.anywhere, args.client)):
             results[command]["latency"] = result
     for command in args.server:
         print(f"benchmarking {command} ...", file=sys.stderr)
         if args.only != "memory" and not args.paired:
-            results[command]["latency"] = latency([command], args.edits, how, args.anywhere)[0]
+            results[command]["latency"] = latency([command], args.edits, how, args.anywhere, args.client)[0]
         if args.only != "latency":
             results[command]["memory"] = memory(command, args.files)
         print(json.dumps(results[command]), file=sys.stderr)
