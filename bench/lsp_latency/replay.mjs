@@ -195,16 +195,15 @@ async function main() {
       unchanged_reports: watch.unchanged,
       rss_bytes: connection.rssBytes(),
     }));
-    process.stdout.write(JSON.stringify(results));
+    return JSON.stringify(results);
   } finally {
     await Promise.all(servers.map(({ connection }) => connection.close()));
   }
 }
 
+// The process ends once the output is written out whole: a server that is slow to exit keeps
+// it no longer than that.
 main().then(
-  () => process.exit(0),
-  (error) => {
-    process.stderr.write(`replay.mjs: ${error.message}\n`);
-    process.exit(1);
-  },
+  (output) => process.stdout.write(output, () => process.exit(0)),
+  (error) => process.stderr.write(`replay.mjs: ${error.message}\n`, () => process.exit(1)),
 );
