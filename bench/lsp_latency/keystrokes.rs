@@ -44,34 +44,43 @@ struct Keystroke {
     in_comment: bool,
 }
 
-/// The keystrokes of `bench.py`'s `edits()`: type a comment or ` * 2` at the end of a loss line
-/// (with `anywhere`, at the end of any line outside strings and comments, blank lines included),
-/// then delete it again, cycling over such lines through the file. Each cycle leaves the text as
-/// it found it, so offsets into the original text stay right.
-/// With `sweep`, every `sweep`-th line outside strings and comments instead, once, with each
-/// fragment: a run over the whole file rather than a sample of it. With `in_names`, `_tmp2` at
-/// the end of the first name of the loss lines instead.
-fn keystrokes(text: &str, count: usize, anywhere: bool, in_names: bool, sweep: Option<usize>) -> Vec<Keystroke> {
+/// Where the keystrokes type.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Place {
+    /// At the end of a training loop's `loss = `, `running += ` or `logits = ` line, as `bench.py`.
+    LoopLineEnds,
+    /// At the end of any line outside strings and comments, blank lines included (`--anywhere`).
+    AnyLineEnds,
+    /// At the end of the name that starts a training loop's line (`--in-names`).
+    LoopLineNames,
+}
+
+/// The keystrokes of `bench.py`'s `edits()`: type a comment or ` * 2` at each `place`, then
+/// delete it again, cycling over such places through the file; at [`Place::LoopLineNames`],
+/// `_tmp2` instead. Each cycle leaves the text as it found it, so offsets into the original text
+/// stay right. With `sweep`, at every `sweep`-th place instead, once, with each fragment: a run
+/// over the whole file rather than a sample of it.
+fn keystrokes(text: &str, count: usize, place: Place, sweep: Option<usize>) -> Vec<Keystroke> {
     let mut line_starts = vec![0];
     line_starts.extend(text.match_indices('\n').map(|(at, _)| at + 1));
     let lines: Vec<&str> = text.split('\n').collect();
     let in_a_loop = |line: &str| ["loss = ", "running += ", "logits = "].iter().any(|p| line.trim().starts_with(p));
     let outside_strings_and_comments = |line: &str| !line.contains(['"', '\'', '#']);
-    let targets: Vec<usize> =
-        (0..lines.len() - 1)
-            .filter(|&i| {
-                if anywhere || sweep.is_some() { outside_strings_and_comments(lines[i]) } else { in_a_loop(lines[i]) }
-            })
-            .collect();
+    let targets: Vec<usize> = (0..lines.len() - 1)
+        .filter(|&i| match place {
+            Place::AnyLineEnds => outside_strings_and_comments(lines[i]),
+            Place::LoopLineEnds | Place::LoopLineNames => in_a_loop(lines[i]),
+        })
+        .collect();
     if targets.is_empty() {
-        if anywhere || sweep.is_some() {
+        if place == Place::AnyLineEnds {
             eprintln!("keystrokes: the script has no line outside strings and comments to type at");
         } else {
             eprintln!("keystrokes: the script has no `loss = `, `running += ` or `logits = ` lines to type at");
         }
         std::process::exit(2);
     }
-    let fragments: &[&'static str] = if in_names { &["_tmp2"] } else { &["  # warm up", " * 2"] };
+    let fragments: &[&'static str] = if place == Place::LoopLineNames { &["_tmp2"] } else { &["  # warm up", " * 2"] };
     // Where to type what: each line once with each fragment, or cycling over them for enough
     // keystrokes (a cycle types and deletes one fragment).
     let fewest_per_cycle = fragments.iter().map(|f| 2 * f.len()).min().unwrap_or(1);
@@ -85,7 +94,7 @@ fn keystrokes(text: &str, count: usize, anywhere: bool, in_names: bool, sweep: O
     };
     let mut produced = Vec::with_capacity(count + 16);
     for (line, fragment) in places {
-        let end_of_line = if in_names {
+        let end_of_line = if place == Place::LoopLineNames {
             let code = lines[line].trim_start();
             let name = code.bytes().take_while(|b| b.is_ascii_alphanumeric() || *b == b'_').count();
             line_starts[line] + lines[line].len() - code.len() + name
@@ -137,8 +146,14 @@ fn main() {
     let mut path = None;
     let mut count = 1000;
     let mut verify = false;
-    let mut anywhere = false;
-    let mut in_names = false;
+    let mut place = None;
+    let mut choose = |chosen: Place| {
+        if place.is_some_and(|place| place != chosen) {
+            eprintln!("keystrokes: --anywhere, --in-names and --sweep type in different places; give one");
+            std::process::exit(2);
+        }
+        place = Some(chosen);
+    };
     let mut sweep = None;
     let mut idle = Duration::ZERO;
     let mut slowest = 0;
@@ -158,9 +173,10 @@ fn main() {
                     std::process::exit(2)
                 })
             }
-            "--anywhere" => anywhere = true,
-            "--in-names" => in_names = true,
+            "--anywhere" => choose(Place::AnyLineEnds),
+            "--in-names" => choose(Place::LoopLineNames),
             "--sweep" => {
+                choose(Place::AnyLineEnds);
                 sweep = Some(args.next().and_then(|n| n.parse().ok()).filter(|n| *n > 0).unwrap_or_else(|| {
                     eprintln!("--sweep takes a positive number of lines");
                     std::process::exit(2)
@@ -178,10 +194,7 @@ fn main() {
             _ => path = Some(arg),
         }
     }
-    if anywhere && in_names {
-        eprintln!("keystrokes: --anywhere and --in-names type in different places; give one");
-        std::process::exit(2);
-    }
+    let place = place.unwrap_or(Place::LoopLineEnds);
     let Some(path) = path else {
         eprintln!(
             "usage: keystrokes SCRIPT [--edits N] [--idle MS] [--anywhere | --in-names] [--verify] [--slowest N] [--sweep STEP] (see the top of bench/lsp_latency/keystrokes.rs)"
@@ -210,7 +223,7 @@ fn main() {
 
     if sweep.is_some() {
         let mut edit = Phase::default();
-        let keystrokes = keystrokes(&text, count, anywhere, false, sweep);
+        let keystrokes = keystrokes(&text, count, place, sweep);
         for keystroke in &keystrokes {
             let started = Instant::now();
             buffer.edit(keystroke.range, keystroke.text);
@@ -230,7 +243,7 @@ fn main() {
     // reparse, and those left set the tail.
     let mut in_code = Phase::default();
     let mut published_bytes = 0;
-    let keystrokes = keystrokes(&text, count, anywhere, in_names, None);
+    let keystrokes = keystrokes(&text, count, place, None);
     for (n, keystroke) in keystrokes.iter().enumerate() {
         let version = n as i32 + 2;
         if !idle.is_zero() {
