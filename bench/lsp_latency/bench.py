@@ -45,7 +45,8 @@ Client (--client node): the keystrokes are replayed by replay.mjs in Node, the r
 Code's language client, and each publish is decoded with V8's JSON.parse, as there. This client
 decodes with Python's json.loads, which takes about a millisecond for the script's 238 KB
 publish when warm and several on a core that waited: the client that measures then sets much of
-the tail it measures. The keystrokes, the turns and the summary are the same for both.
+the tail it measures. The keystrokes, the turns and the summary are the same for both. V8's
+garbage collector is left running, as it is in an editor.
 
 Floor (replay_server.py): a server that does no work and sends the same publish as a real one
 shows what the pipe and this client's decoding alone cost on this host.
