@@ -1,10 +1,10 @@
 // bench.py's keystroke replay, in Node: the runtime of VS Code's language client, which decodes
 // every message with V8's `JSON.parse` where bench.py's own client uses Python's `json.loads`.
-// On the benchmark script's publishes (238 KB, 397 diagnostics) the decoding takes about a
-// millisecond in Python when warm and three to six on a core that waited, more than the server's
-// whole share at the median (BENCHMARKS.md), so the client that measures sets much of the tail it
-// measures. Replayed here, the same keystrokes are timed the same two ways: once the message's
-// last byte is read, and once it is decoded, as an editor built on Node would have it.
+// On the benchmark script's publishes (238 KB, 397 diagnostics) Python's decoding takes about a
+// millisecond when warm and three or more on a core that waited: about a third of the p99 that
+// bench.py measured was its own client's (BENCHMARKS.md). Replayed here, the same keystrokes are
+// timed the same two ways: once the message's last byte is read, and once it is decoded, as an
+// editor built on Node would have it.
 //
 // bench.py --client node runs this: it writes the job (the servers, the script, its keystrokes,
 // how diagnostics are got) as JSON to this script's stdin, and reads back each server's samples
@@ -24,7 +24,12 @@ class Connection {
     const [program, ...args] = argv;
     this.command = argv.join(" ");
     this.process = spawn(program, args, { cwd, stdio: ["pipe", "pipe", "ignore"] });
-    this.pending = Buffer.alloc(0);
+    // The output read and not yet handled, in the chunks it came in: a message's chunks are
+    // joined once it is whole, as vscode-jsonrpc joins them, not copied again at every chunk.
+    this.chunks = [];
+    this.buffered = 0;
+    // The length of the body being read, once its header has been.
+    this.bodyLength = null;
     this.waiters = [];
     this.nextId = 0;
     this.ended = null;
@@ -39,23 +44,42 @@ class Connection {
 
   /** Take in a chunk of the server's output and handle each message it completes. */
   read(chunk) {
-    this.pending = this.pending.length ? Buffer.concat([this.pending, chunk]) : chunk;
+    this.chunks.push(chunk);
+    this.buffered += chunk.length;
     for (;;) {
-      const headerEnd = this.pending.indexOf("\r\n\r\n");
-      if (headerEnd < 0) return;
-      const header = this.pending.subarray(0, headerEnd).toString("ascii");
-      const length = Number(/content-length:\s*(\d+)/i.exec(header)?.[1]);
-      if (!Number.isInteger(length)) throw new Error(`${this.command}: a message without a Content-Length`);
-      const bodyStart = headerEnd + 4;
-      if (this.pending.length < bodyStart + length) return;
-      const body = this.pending.subarray(bodyStart, bodyStart + length);
-      this.pending = this.pending.subarray(bodyStart + length);
+      if (this.bodyLength === null) {
+        const pending = this.joined();
+        const headerEnd = pending.indexOf("\r\n\r\n");
+        if (headerEnd < 0) return;
+        const header = pending.subarray(0, headerEnd).toString("ascii");
+        const length = Number(/content-length:\s*(\d+)/i.exec(header)?.[1]);
+        if (!Number.isInteger(length)) throw new Error(`${this.command}: a message without a Content-Length`);
+        this.keep(pending.subarray(headerEnd + 4));
+        this.bodyLength = length;
+      }
+      if (this.buffered < this.bodyLength) return;
+      const pending = this.joined();
+      const body = pending.subarray(0, this.bodyLength);
+      this.keep(pending.subarray(this.bodyLength));
+      this.bodyLength = null;
       // As in bench.py: once the last byte is read, and once the message is decoded (the bytes
       // turned into a string and parsed, as vscode-jsonrpc does).
       const received = performance.now();
       const message = JSON.parse(body.toString("utf8"));
       this.handle(message, { received, decoded: performance.now() });
     }
+  }
+
+  /** What is buffered, as one buffer. */
+  joined() {
+    if (this.chunks.length !== 1) this.chunks = [Buffer.concat(this.chunks, this.buffered)];
+    return this.chunks[0];
+  }
+
+  /** Buffer `rest` alone: what follows the part just taken. */
+  keep(rest) {
+    this.chunks = [rest];
+    this.buffered = rest.length;
   }
 
   handle(message, arrived) {
