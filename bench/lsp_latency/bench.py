@@ -257,6 +257,8 @@ class Pushed:
     """Diagnostics as the server pushes them: each version's publishDiagnostics."""
 
     mode = "push"
+    # Only pulled reports can be "unchanged".
+    unchanged = 0
 
     def __init__(self, connection, uri):
         self.connection, self.uri = connection, uri
@@ -386,8 +388,9 @@ def replay_in_python(commands, root, uri, text, keystrokes, how):
         gc.enable()
     runs = []
     for connection, watch, (decoded, received) in zip(connections, watches, samples):
-        unchanged = getattr(watch, "unchanged", 0)
-        runs.append({"decoded": decoded, "received": received, "unchanged_reports": unchanged, "rss_bytes": connection.rss_bytes()})
+        runs.append(
+            {"decoded": decoded, "received": received, "unchanged_reports": watch.unchanged, "rss_bytes": connection.rss_bytes()}
+        )
         connection.close()
     return runs
 

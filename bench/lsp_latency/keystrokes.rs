@@ -32,6 +32,7 @@ use culint::lsp::diagnostics::publish_frame;
 use culint::lsp::position::PositionEncoding;
 use culint::lsp::session::OpenDocument;
 use culint::parse::parse;
+use culint::prefilter::is_ascii_name_byte;
 use culint::project::ProjectIndex;
 use culint::text::TextRange;
 use tower_lsp_server::ls_types::Uri;
@@ -96,7 +97,7 @@ fn keystrokes(text: &str, count: usize, place: Place, sweep: Option<usize>) -> V
     for (line, fragment) in places {
         let end_of_line = if place == Place::LoopLineNames {
             let code = lines[line].trim_start();
-            let name = code.bytes().take_while(|b| b.is_ascii_alphanumeric() || *b == b'_').count();
+            let name = code.bytes().take_while(|&b| is_ascii_name_byte(b)).count();
             line_starts[line] + lines[line].len() - code.len() + name
         } else {
             line_starts[line] + lines[line].len()

@@ -10,7 +10,7 @@ use std::sync::LazyLock;
 use tree_sitter::Node;
 
 use crate::parse::python;
-use crate::prefilter::is_name_char;
+use crate::prefilter::{is_name_char, starts_like_a_name};
 
 /// A set of named node kinds. A name can stand for several symbols (the grammar aliases
 /// keywords such as `match` to `identifier`), so membership is by every symbol of that name.
@@ -68,8 +68,7 @@ kind_sets! {
 /// `_`, `__future__`), and the keywords that the grammar makes named tokens of.
 pub static KEYWORDS: LazyLock<foldhash::HashSet<String>> = LazyLock::new(|| {
     let language = python();
-    let spelled_like_a_name =
-        |kind: &str| kind.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') && kind.chars().all(is_name_char);
+    let spelled_like_a_name = |kind: &str| starts_like_a_name(kind) && kind.chars().all(is_name_char);
     let anonymous = (0..language.node_kind_count() as u16)
         .filter(|&id| !language.node_kind_is_named(id))
         .filter_map(|id| language.node_kind_for_id(id))

@@ -60,6 +60,7 @@
 use tree_sitter::{Node, Tree};
 
 use crate::grammar_ids::{COMMENT, IDENTIFIER, KEYWORDS, STRING};
+use crate::prefilter::{is_ascii_name_byte, starts_like_a_name};
 use crate::text::{TextRange, line_start, starts_a_line};
 
 /// The old text's bytes to describe to tree-sitter as replaced when `range` of `text` is
@@ -151,10 +152,9 @@ fn blank_at_a_line_end(text: &str, tree: &Tree, range: TextRange, inserted: &str
 /// (In a name with other characters the run may be part of it: that only takes more to a
 /// reparse.) Returns the range to tell tree-sitter.
 fn inside_a_name(text: &str, tree: &Tree, range: TextRange, inserted: &str) -> Option<TextRange> {
-    // Not `prefilter::is_name_byte`, which takes every byte of a non-ASCII character: whether one
-    // belongs in a name depends on the whole character.
-    let ascii_name_byte = |byte: u8| byte.is_ascii_alphanumeric() || byte == b'_';
-    let (start, end) = run_around(text.as_bytes(), range, inserted, ascii_name_byte)?;
+    // ASCII only, not `is_name_byte`, which takes every byte of a non-ASCII character: whether
+    // one belongs in a name depends on the whole character.
+    let (start, end) = run_around(text.as_bytes(), range, inserted, is_ascii_name_byte)?;
     if start == end {
         return None;
     }
@@ -163,8 +163,7 @@ fn inside_a_name(text: &str, tree: &Tree, range: TextRange, inserted: &str) -> O
         return None;
     }
     let new_name = [&text[start..range.start], inserted, &text[range.end..end]].concat();
-    let starts_a_name = new_name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_');
-    if !starts_a_name || KEYWORDS.contains(&text[start..end]) || KEYWORDS.contains(&new_name) {
+    if !starts_like_a_name(&new_name) || KEYWORDS.contains(&text[start..end]) || KEYWORDS.contains(&new_name) {
         return None;
     }
     Some(if range.is_empty() && range.start == start { TextRange::new(start, start + 1) } else { range })
