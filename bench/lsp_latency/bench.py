@@ -51,12 +51,17 @@ garbage collector is left running, as it is in an editor.
 Floor (replay_server.py): a server that does no work and sends the same publish as a real one
 shows what the pipe and this client's decoding alone cost on this host.
 
+Samples (--samples FILE): every keystroke's two latencies, by server, with where it typed what,
+written as JSON beside the summary: a p99 is the tenth slowest of a thousand, and these show
+whether those were keystrokes that cost the server more or cheap ones that met a stall.
+
 Memory: open 1,000 different training scripts, wait until each has its diagnostics, and read
 the server's resident set size from /proc.
 
 Usage: bench.py --server "culint server" --server "ruff server" [--edits 1000] [--files 1000]
        [--only latency|memory] [--paired] [--pull | --pull-full] [--anywhere] [--client python|node]
-Writes a JSON summary to stdout.
+       [--samples FILE]
+Writes a JSON summary to stdout; with --samples, every keystroke's latency to FILE as well.
 """
 
 import argparse
@@ -362,8 +367,27 @@ def latency(commands, edit_count, how=Pushed, anywhere=False, client="python"):
             # Of the keystrokes' reports (the open's is full).
             result["unchanged_reports"] = run["unchanged_reports"]
         result["rss_mb_after"] = round(run["rss_bytes"] / 2**20, 1)
-        results.append(result)
+        results.append((result, samples_of(run, keystrokes)))
     return results
+
+
+def samples_of(run, keystrokes):
+    """Every keystroke of a run with its two latencies, in the order typed: what --samples writes,
+    to see which keystrokes make the tail."""
+    return [
+        {
+            "keystroke": n,
+            "line": line + 1,
+            "typed": char,
+            "deleted": end > start,
+            "in_comment": in_comment,
+            "ms": round(decoded, 3),
+            "received_ms": round(received, 3),
+        }
+        for n, ((line, start, end, char, in_comment), decoded, received) in enumerate(
+            zip(keystrokes, run["decoded"], run["received"])
+        )
+    ]
 
 
 def replay_in_python(commands, root, uri, text, keystrokes, how):
@@ -467,6 +491,12 @@ def main():
         "--anywhere", action="store_true", help="type at the end of any line of code, not only in training loops"
     )
     parser.add_argument(
+        "--samples",
+        metavar="FILE",
+        type=Path,
+        help="also write every keystroke's latency, by server, as JSON to FILE (which keystrokes make the tail)",
+    )
+    parser.add_argument(
         "--client",
         choices=["python", "node"],
         default="python",
@@ -476,18 +506,28 @@ def main():
     how = Pulled if args.pull else PulledFull if args.pull_full else Pushed
     if args.paired and args.only == "memory":
         parser.error("--paired measures latency; it does not go with --only memory")
+    if args.samples and args.only == "memory":
+        parser.error("--samples records latency; it does not go with --only memory")
+    if args.samples and not args.samples.resolve().parent.is_dir():
+        # Found out now, not after minutes of keystrokes.
+        parser.error(f"--samples: no folder {args.samples.resolve().parent} to write {args.samples.name} in")
     results = {command: {} for command in args.server}
+    samples = {}
     if args.paired:
         print(f"benchmarking {len(args.server)} servers in turns ...", file=sys.stderr)
-        for command, result in zip(args.server, latency(args.server, args.edits, how, args.anywhere, args.client)):
-            results[command]["latency"] = result
+        runs = latency(args.server, args.edits, how, args.anywhere, args.client)
+        for command, (result, keystrokes) in zip(args.server, runs):
+            results[command]["latency"], samples[command] = result, keystrokes
     for command in args.server:
         print(f"benchmarking {command} ...", file=sys.stderr)
         if args.only != "memory" and not args.paired:
-            results[command]["latency"] = latency([command], args.edits, how, args.anywhere, args.client)[0]
+            [(result, keystrokes)] = latency([command], args.edits, how, args.anywhere, args.client)
+            results[command]["latency"], samples[command] = result, keystrokes
         if args.only != "latency":
             results[command]["memory"] = memory(command, args.files)
         print(json.dumps(results[command]), file=sys.stderr)
+    if args.samples:
+        args.samples.write_text(json.dumps(samples, indent=1) + "\n")
     json.dump(results, sys.stdout, indent=2)
     print()
 

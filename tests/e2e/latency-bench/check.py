@@ -7,21 +7,42 @@ Usage: check.py CULINT-BINARY
 import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parents[3] / "bench" / "lsp_latency" / "bench.py"
 EDITS = 24
 
 
-def replay(servers, client, mode):
-    """Each server's latency summary, by its command line."""
+def replay(servers, client, mode, samples):
+    """Each server's latency summary, by its command line; every keystroke's sample goes to the
+    file `samples`."""
     command = [sys.executable, str(BENCH), "--only", "latency", "--edits", str(EDITS), "--client", client, *mode]
+    command += ["--samples", str(samples)]
     for server in servers:
         command += ["--server", server]
     done = subprocess.run(command, capture_output=True, text=True, timeout=600)
     if done.returncode != 0:
         sys.exit(f"{' '.join(command[1:])} failed:\n{done.stderr}")
     return {server: result["latency"] for server, result in json.loads(done.stdout).items()}
+
+
+def problems_of_samples(samples, result):
+    """What is wrong with one server's --samples against its summary."""
+    if [sample["keystroke"] for sample in samples] != list(range(EDITS)):
+        return [f"samples of keystrokes {[sample['keystroke'] for sample in samples]}, not each of {EDITS}"]
+    problems = []
+    if any(not 0 < sample["received_ms"] <= sample["ms"] for sample in samples):
+        problems.append("a sample's latencies are out of order")
+    # The summary rounds to hundredths, the samples to thousandths.
+    if abs(max(sample["ms"] for sample in samples) - result["max_ms"]) > 0.006:
+        problems.append("the slowest sample is not the summary's max")
+    # Each fragment is typed and then deleted again, a character at a time.
+    if not any(sample["deleted"] for sample in samples) or not all(
+        sample["deleted"] != bool(sample["typed"]) for sample in samples
+    ):
+        problems.append("the samples do not tell typed from deleted")
+    return problems
 
 
 def problems_of(result, client, pulled):
@@ -44,12 +65,18 @@ def main():
     # The same server twice, told apart by their command lines, to take the keystrokes in turns.
     pair = [alone, f"{culint} server --log-file /dev/null"]
     failures = []
-    for client in ("python", "node"):
-        for servers, mode in (([alone], []), ([alone], ["--pull"]), (pair, ["--paired"])):
-            name = " ".join([client, *mode])
-            for server, result in replay(servers, client, mode).items():
-                print(f"{name}: {EDITS} keystrokes to {server}, p50 {result['p50_ms']} ms (debug build)")
-                failures += [f"{name}, {server}: {p}" for p in problems_of(result, client, "--pull" in mode)]
+    with tempfile.TemporaryDirectory() as scratch:
+        samples_file = Path(scratch) / "samples.json"
+        for client in ("python", "node"):
+            for servers, mode in (([alone], []), ([alone], ["--pull"]), (pair, ["--paired"])):
+                name = " ".join([client, *mode])
+                results = replay(servers, client, mode, samples_file)
+                samples = json.loads(samples_file.read_text())
+                for server, result in results.items():
+                    print(f"{name}: {EDITS} keystrokes to {server}, p50 {result['p50_ms']} ms (debug build)")
+                    problems = problems_of(result, client, "--pull" in mode)
+                    problems += problems_of_samples(samples.get(server, []), result)
+                    failures += [f"{name}, {server}: {p}" for p in problems]
     if failures:
         sys.exit("\n".join(failures))
 
