@@ -352,7 +352,7 @@ def summary(samples, received_samples, text, in_comment):
 def latency(commands, edit_count, how=Pushed, anywhere=False, client="python"):
     """Latency of each server in `commands`, with diagnostics got as `how` gets them: alone when
     there is one, in turns when there are more. `client` replays the keystrokes: this script, or
-    replay.mjs in Node."""
+    replay.mjs in Node. For each server, its summary and its keystrokes' samples."""
     with tempfile.TemporaryDirectory() as root:
         path = Path(root) / "train.py"
         text = training_script(10_000)
@@ -516,13 +516,13 @@ def main():
     if args.paired:
         print(f"benchmarking {len(args.server)} servers in turns ...", file=sys.stderr)
         runs = latency(args.server, args.edits, how, args.anywhere, args.client)
-        for command, (result, keystrokes) in zip(args.server, runs):
-            results[command]["latency"], samples[command] = result, keystrokes
+        for command, (result, run_samples) in zip(args.server, runs):
+            results[command]["latency"], samples[command] = result, run_samples
     for command in args.server:
         print(f"benchmarking {command} ...", file=sys.stderr)
         if args.only != "memory" and not args.paired:
-            [(result, keystrokes)] = latency([command], args.edits, how, args.anywhere, args.client)
-            results[command]["latency"], samples[command] = result, keystrokes
+            [(result, run_samples)] = latency([command], args.edits, how, args.anywhere, args.client)
+            results[command]["latency"], samples[command] = result, run_samples
         if args.only != "latency":
             results[command]["memory"] = memory(command, args.files)
         print(json.dumps(results[command]), file=sys.stderr)

@@ -1,5 +1,5 @@
 """Run bench.py's latency replay through each client and way of getting diagnostics, and check
-that every keystroke was answered and measured.
+that every keystroke was answered and measured, and written out by --samples.
 
 Usage: check.py CULINT-BINARY
 """
