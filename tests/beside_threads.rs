@@ -3,6 +3,9 @@
 //! once, each moving it off its own CPU.
 
 #[cfg(target_os = "linux")]
+use std::sync::atomic::{AtomicBool, Ordering};
+
+#[cfg(target_os = "linux")]
 #[test]
 fn work_handed_beside_runs_on_another_cpu() {
     // SAFETY: an all-zero `cpu_set_t` is an empty set; the calls write at most the size given.
@@ -17,15 +20,28 @@ fn work_handed_beside_runs_on_another_cpu() {
     let here = || unsafe { libc::sched_getcpu() };
     // The thread beside starts with the first work handed to it.
     culint::beside::join(|| (), || ());
-    for &cpu in &cpus[..2] {
+    // The caller moves to the other CPU at every join, where the thread beside ran last: left to
+    // the scheduler, that is where it would wake.
+    for cpu in cpus[..2].iter().copied().cycle().take(2000) {
         // SAFETY: as above; `cpu` is one this process may run on.
         let mut only: libc::cpu_set_t = unsafe { std::mem::zeroed() };
         unsafe { libc::CPU_SET(cpu, &mut only) };
         assert_eq!(unsafe { libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &only) }, 0);
-        for _ in 0..20 {
-            let (this, beside) = culint::beside::join(here, here);
-            assert_eq!(this, cpu as i32);
-            assert_ne!(beside, this, "the work beside ran on the CPU of the thread that handed it over");
-        }
+        // This side keeps its CPU busy, as a lint's half does, until the thread beside has taken
+        // its work up, which would otherwise be taken back and run here (see
+        // `culint::beside::join`).
+        let started = AtomicBool::new(false);
+        let this_side = || {
+            while !started.load(Ordering::Acquire) {
+                std::hint::spin_loop();
+            }
+            here()
+        };
+        let (this, beside) = culint::beside::join(this_side, || {
+            started.store(true, Ordering::Release);
+            here()
+        });
+        assert_eq!(this, cpu as i32);
+        assert_ne!(beside, this, "the work beside ran on the CPU of the thread that handed it over");
     }
 }
