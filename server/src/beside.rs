@@ -127,7 +127,7 @@ where
         let here = here();
         return (here, beside());
     }
-    let offered = Arc::new(Offer { work: Mutex::new(Some(beside)) });
+    let offered = Arc::new(Offer::of(beside));
     let (done, finished) = channel::<std::thread::Result<B>>();
     let on_the_thread = Arc::clone(&offered);
     let job: Box<dyn FnOnce() + Send + '_> = Box::new(move || {
@@ -145,10 +145,9 @@ where
     // cannot skip either.
     let job: Job = unsafe { std::mem::transmute::<Box<dyn FnOnce() + Send + '_>, Job>(job) };
     apart::keep_beside_off_this_cpu();
-    if let Err(unsent) = JOBS.send(job) {
-        // The thread is gone (it cannot be, short of a bug): the offer is taken back below.
-        drop(unsent);
-    }
+    // Should the thread be gone (it cannot be, short of a bug), the job is dropped unrun and the
+    // offer is taken back below.
+    let _ = JOBS.send(job);
     let here = catch_unwind(AssertUnwindSafe(here));
     let beside = match offered.take() {
         Some(beside) => catch_unwind(AssertUnwindSafe(beside)),
@@ -158,12 +157,17 @@ where
     (here, beside.unwrap_or_else(|panic| resume_unwind(panic)))
 }
 
-/// Work offered to the thread beside, which whichever thread comes first takes.
+/// Work offered to two threads, which whichever comes first takes: the work beside in [`join`],
+/// the job after in [`join_then`].
 struct Offer<F> {
     work: Mutex<Option<F>>,
 }
 
 impl<F> Offer<F> {
+    fn of(work: F) -> Self {
+        Self { work: Mutex::new(Some(work)) }
+    }
+
     fn take(&self) -> Option<F> {
         self.work.lock().unwrap_or_else(PoisonError::into_inner).take()
     }
@@ -181,11 +185,10 @@ where
     B: Send,
     C: Send,
 {
-    let after = Mutex::new(Some(after));
+    let after = Offer::of(after);
     let made = Mutex::new(None);
     let take_up = || {
-        let job = after.lock().unwrap_or_else(PoisonError::into_inner).take();
-        if let Some(job) = job {
+        if let Some(job) = after.take() {
             let result = job();
             *made.lock().unwrap_or_else(PoisonError::into_inner) = Some(result);
         }
