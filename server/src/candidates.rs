@@ -19,7 +19,7 @@ use tree_sitter::{Node, Query, QueryCursor, QueryMatch, Tree};
 use crate::parse::python;
 use crate::rule_counts::RuleCounts;
 use crate::rules::{Candidate, RULES, Rule, index_of};
-use crate::tree_reuse::{KeptNode, StatementMemory};
+use crate::tree_reuse::{KeptNode, Placer, StatementMemory};
 
 /// Compile one rule's query on its own: the registry test checks each this way, so that an
 /// error names the rule.
@@ -117,8 +117,9 @@ impl RuleQueries {
 #[derive(Default)]
 pub struct CandidateCache {
     statements: StatementMemory<CachedMatches>,
-    /// How many candidates each rule (by index into [`RULES`]) had at the last lint: the next
-    /// one, of nearly the same text, reserves as many rather than growing its lists step by step.
+    /// In how many groups (statements, mostly) each rule (by index into [`RULES`]) had
+    /// candidates at the last lint: the next one, of nearly the same text, reserves as many
+    /// rather than growing its lists step by step.
     counts: RuleCounts,
 }
 
@@ -151,7 +152,86 @@ impl CandidateCache {
     }
 }
 
-/// The candidates of each of `active` (in that order), each list in source order so that rules
+/// One rule's candidates, statement by statement in source order.
+///
+/// A statement this lint queried has its candidates placed in the tree. A statement whose
+/// matches the last lint kept has them placed only when asked for ([`RuleCandidates::for_each`]):
+/// on a keystroke nearly every rule keeps its findings in nearly every statement
+/// ([`crate::check_cache`]) and never asks, and placing the thousands of candidates of a large
+/// file cost as much as the checks that did run.
+pub struct RuleCandidates<'a> {
+    groups: Vec<CandidateGroup<'a>>,
+    len: usize,
+}
+
+/// A rule's candidates in one top-level statement, or in the whole tree.
+pub enum CandidateGroup<'a> {
+    /// A pass over the whole tree found them, in source order.
+    WholeTree(Vec<Candidate<'a>>),
+    /// Those of the top-level statement at `index`.
+    Statement { index: usize, matches: StatementMatches<'a> },
+}
+
+/// A rule's candidates in one top-level statement.
+pub struct StatementMatches<'a>(Matches<'a>);
+
+enum Matches<'a> {
+    /// This lint queried the statement.
+    Placed(Vec<Candidate<'a>>),
+    /// The matches of `rule` (an index into [`RULES`]) among those the last lint kept of the
+    /// statement, and how to place them in this tree.
+    Kept { kept: Arc<CachedMatches>, placer: Placer<'a>, rule: usize },
+}
+
+impl<'a> RuleCandidates<'a> {
+    /// How many candidates the rule has.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn groups(&self) -> &[CandidateGroup<'a>] {
+        &self.groups
+    }
+
+    /// Every candidate, in source order.
+    pub fn for_each(&self, mut f: impl FnMut(&Candidate<'a>)) {
+        for group in &self.groups {
+            match group {
+                CandidateGroup::WholeTree(candidates) => candidates.iter().for_each(&mut f),
+                CandidateGroup::Statement { index, matches } => matches.for_each(*index, &mut f),
+            }
+        }
+    }
+
+    fn push(&mut self, group: CandidateGroup<'a>, count: usize) {
+        self.groups.push(group);
+        self.len += count;
+    }
+}
+
+impl<'a> StatementMatches<'a> {
+    /// The candidates, in source order, placed in the tree first where they are kept; `index` is
+    /// the statement's.
+    pub fn for_each(&self, index: usize, mut f: impl FnMut(&Candidate<'a>)) {
+        match &self.0 {
+            Matches::Placed(candidates) => candidates.iter().for_each(f),
+            Matches::Kept { kept, placer, rule } => {
+                for candidate in kept.candidates.iter().filter(|candidate| candidate.rule == *rule) {
+                    let captures: SmallVec<[(&'a str, Node<'a>); 2]> =
+                        candidate.captures.iter().map(|(name, kept)| (*name, placer.place(kept))).collect();
+                    let node = captures[candidate.violation].1;
+                    f(&Candidate { node, captures, statement: Some(index) });
+                }
+            }
+        }
+    }
+}
+
+/// The candidates of each of `active` (in that order), each in source order so that rules
 /// reporting "the first" finding can rely on it. Matches in regions the parser could not make
 /// sense of are dropped. With a cache, statements seen before are not queried again; statements
 /// with syntax errors always are, and a cache in use by another lint of the same buffer is not
@@ -162,7 +242,7 @@ pub fn candidates_by_rule<'a>(
     statements: &[Node<'a>],
     active: &[&'static Rule],
     cache: Option<&CandidateCache>,
-) -> Vec<Vec<Candidate<'a>>> {
+) -> Vec<RuleCandidates<'a>> {
     // No rule, no query: a set without rules has no query of its own to compile, and the
     // statements kept for the buffer stay those of the rules it had.
     if active.is_empty() {
@@ -172,15 +252,13 @@ pub fn candidates_by_rule<'a>(
     let slot_of_rule: Vec<Option<usize>> =
         RULES.iter().map(|rule| active.iter().position(|a| std::ptr::eq(*a, *rule))).collect();
     let last_counts = cache.map(|cache| cache.counts.last());
-    let mut by_rule: Vec<Vec<Candidate<'a>>> = active
+    let mut by_rule: Vec<RuleCandidates<'a>> = active
         .iter()
-        .map(|rule| Vec::with_capacity(last_counts.as_ref().map_or(0, |counts| counts.of(rule))))
+        .map(|rule| RuleCandidates {
+            groups: Vec::with_capacity(last_counts.as_ref().map_or(0, |counts| counts.of(rule))),
+            len: 0,
+        })
         .collect();
-    let mut add = |rule: usize, candidate: Candidate<'a>| {
-        if let Some(slot) = slot_of_rule[rule] {
-            by_rule[slot].push(candidate);
-        }
-    };
     let root = tree.root_node();
     let is_active = |rule: usize| slot_of_rule[rule].is_some();
     match cache.and_then(|cache| cache.statements.open(tree)) {
@@ -188,12 +266,25 @@ pub fn candidates_by_rule<'a>(
             let mut rules: Arc<[usize]> = active.iter().map(|rule| index_of(rule)).collect();
             for (index, &statement) in statements.iter().enumerate() {
                 let recalled = memory.recall(statement).filter(|(cached, _)| same_rules(&mut rules, &cached.rules));
-                if let Some((cached, placer)) = recalled {
-                    for candidate in &cached.candidates {
-                        let captures: SmallVec<[(&'a str, Node<'a>); 2]> =
-                            candidate.captures.iter().map(|(name, kept)| (*name, placer.place(kept))).collect();
-                        let node = captures[candidate.violation].1;
-                        add(candidate.rule, Candidate { node, captures, statement: Some(index) });
+                if let Some((kept, placer)) = recalled {
+                    // Kept in source order: a rule's matches of the statement make one group,
+                    // counted here from the rules alone (their captures are read only if placed).
+                    let mut counts: SmallVec<[(usize, usize); 8]> = SmallVec::new();
+                    for candidate in &kept.candidates {
+                        match counts.iter_mut().find(|(rule, _)| *rule == candidate.rule) {
+                            Some((_, count)) => *count += 1,
+                            None => counts.push((candidate.rule, 1)),
+                        }
+                    }
+                    for (rule, count) in counts {
+                        if let Some(slot) = slot_of_rule[rule] {
+                            let matches = StatementMatches(Matches::Kept {
+                                kept: Arc::clone(&kept),
+                                placer: placer.clone(),
+                                rule,
+                            });
+                            by_rule[slot].push(CandidateGroup::Statement { index, matches }, count);
+                        }
                     }
                     continue;
                 }
@@ -208,18 +299,40 @@ pub fn candidates_by_rule<'a>(
                     // text depends on what surrounds it.
                     memory.keep(statement, remember(queries, statement, &found, Arc::clone(&rules)));
                 }
-                found.into_iter().for_each(|(rule, candidate)| add(rule, candidate));
+                // Each rule's candidates of the statement, as one group.
+                let mut placed: SmallVec<[(usize, Vec<Candidate<'a>>); 4]> = SmallVec::new();
+                for (rule, candidate) in found {
+                    let Some(slot) = slot_of_rule[rule] else { continue };
+                    match placed.iter_mut().find(|(placed_slot, _)| *placed_slot == slot) {
+                        Some((_, list)) => list.push(candidate),
+                        None => placed.push((slot, vec![candidate])),
+                    }
+                }
+                for (slot, candidates) in placed {
+                    let count = candidates.len();
+                    let matches = StatementMatches(Matches::Placed(candidates));
+                    by_rule[slot].push(CandidateGroup::Statement { index, matches }, count);
+                }
             }
         }
         None => {
-            query_within(queries, root, text, is_active).into_iter().for_each(|(r, c)| add(r, c));
-            for candidates in &mut by_rule {
-                sort_in_source_order(candidates, |candidate| candidate.node);
+            let mut placed: Vec<Vec<Candidate<'a>>> = active.iter().map(|_| Vec::new()).collect();
+            for (rule, candidate) in query_within(queries, root, text, is_active) {
+                if let Some(slot) = slot_of_rule[rule] {
+                    placed[slot].push(candidate);
+                }
+            }
+            for (mut candidates, list) in placed.into_iter().zip(&mut by_rule) {
+                if !candidates.is_empty() {
+                    sort_in_source_order(&mut candidates, |candidate| candidate.node);
+                    let count = candidates.len();
+                    list.push(CandidateGroup::WholeTree(candidates), count);
+                }
             }
         }
     }
     if let Some(cache) = cache {
-        cache.counts.record(active.iter().copied().zip(by_rule.iter().map(Vec::len)));
+        cache.counts.record(active.iter().copied().zip(by_rule.iter().map(|list| list.groups.len())));
     }
     by_rule
 }
@@ -328,7 +441,7 @@ mod tests {
         let every: Vec<&'static Rule> = RULES.to_vec();
         let before = candidates_by_rule(text, &tree, &top_level_statements(&tree), &every, Some(&cache))
             .iter()
-            .map(Vec::len)
+            .map(RuleCandidates::len)
             .sum::<usize>();
         for _ in 0..SPECIALISE_AFTER + 2 {
             assert!(candidates_by_rule(text, &tree, &top_level_statements(&tree), &[], Some(&cache)).is_empty());
@@ -337,7 +450,7 @@ mod tests {
         assert_eq!(
             candidates_by_rule(text, &tree, &top_level_statements(&tree), &every, Some(&cache))
                 .iter()
-                .map(Vec::len)
+                .map(RuleCandidates::len)
                 .sum::<usize>(),
             before
         );
@@ -418,21 +531,22 @@ mod tests {
     /// A candidate as plain data: rule slot, kind and range of each capture, in order.
     type Plain = Vec<Vec<Vec<(String, u16, std::ops::Range<usize>)>>>;
 
-    fn plain(candidates: &[Vec<Candidate<'_>>]) -> Plain {
+    fn plain(candidates: &[RuleCandidates<'_>]) -> Plain {
         candidates
             .iter()
             .map(|list| {
-                list.iter()
-                    .map(|c| {
-                        let mut captures: Vec<_> = c
-                            .captures
-                            .iter()
-                            .map(|(name, node)| ((*name).to_owned(), node.kind_id(), node.byte_range()))
-                            .collect();
-                        captures.insert(0, ("@".to_owned(), c.node.kind_id(), c.node.byte_range()));
-                        captures
-                    })
-                    .collect()
+                let mut plain = Vec::new();
+                list.for_each(|c| {
+                    let mut captures: Vec<_> = c
+                        .captures
+                        .iter()
+                        .map(|(name, node)| ((*name).to_owned(), node.kind_id(), node.byte_range()))
+                        .collect();
+                    captures.insert(0, ("@".to_owned(), c.node.kind_id(), c.node.byte_range()));
+                    plain.push(captures);
+                });
+                assert_eq!(plain.len(), list.len(), "the count of candidates");
+                plain
             })
             .collect()
     }
@@ -469,6 +583,6 @@ mod tests {
             .statements
             .replace_all(|_| CachedMatches { rules: std::sync::Arc::clone(&rules), candidates: Vec::new() });
         let reused = candidates_by_rule(text, &tree, &top_level_statements(&tree), &every_rule, Some(&cache));
-        assert!(reused.iter().all(Vec::is_empty), "statements were queried again");
+        assert!(reused.iter().all(RuleCandidates::is_empty), "statements were queried again");
     }
 }

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use tree_sitter::{Node, Tree};
 
 pub use crate::candidates::compile_query;
-use crate::candidates::{CandidateCache, candidates_by_rule};
+use crate::candidates::{CandidateCache, CandidateGroup, RuleCandidates, candidates_by_rule};
 use crate::check_cache::{CheckCache, CheckSession, KeptChecks, KeptRule, StatementFindings};
 use crate::diagnostic::{Diagnostic, Related, Severity};
 use crate::document::SharedText;
@@ -366,7 +366,7 @@ fn lint_rules<'a, T: Send>(
         let kept_checks = session.as_ref().map(CheckSession::kept_checks);
         let found_before = cache.map(|c| c.found.last());
         let found_last_time = |rule: &Rule| found_before.as_ref().map_or(0, |counts| counts.of(rule));
-        let check = |rule: &'static Rule, candidates: &[Candidate<'a>]| {
+        let check = |rule: &'static Rule, candidates: &RuleCandidates<'a>| {
             let mut checker = Checker {
                 model: &model,
                 hardware: settings.hardware.as_ref(),
@@ -377,7 +377,7 @@ fn lint_rules<'a, T: Send>(
             let kept = match kept_checks {
                 Some(session) => check_statements(&mut checker, candidates, session, found_last_time(rule)),
                 None => {
-                    candidates.iter().for_each(|candidate| (rule.check)(&mut checker, candidate));
+                    candidates.for_each(|candidate| (rule.check)(&mut checker, candidate));
                     Vec::new()
                 }
             };
@@ -391,7 +391,7 @@ fn lint_rules<'a, T: Send>(
         // editor waits for the slowest half rather than for all of them one after another. An
         // editor's lint shares them with the thread beside, as it did the candidates; the files
         // of `culint check` share the pool.
-        let rules: Vec<(&'static Rule, Vec<Candidate<'a>>)> = active.iter().copied().zip(candidates).collect();
+        let rules: Vec<(&'static Rule, RuleCandidates<'a>)> = active.iter().copied().zip(candidates).collect();
         let by_rule: Vec<(Vec<Diagnostic>, Vec<KeptFindings>)> = if cache.is_some() {
             crate::beside::map(&rules, |(_, candidates)| candidates.len(), |(rule, candidates)| check(rule, candidates))
         } else {
@@ -448,39 +448,52 @@ fn lint_rules<'a, T: Send>(
 type KeptFindings = (usize, &'static Rule, KeptRule);
 
 /// Run a rule's checks statement by statement, using what the last lint of the buffer found in a
-/// statement when it still holds (see [`crate::check_cache`]); returns what to keep.
+/// statement when it still holds (see [`crate::check_cache`]); returns what to keep. The
+/// candidates of a statement whose findings are kept are never placed.
 fn check_statements<'a>(
     checker: &mut Checker<'_, 'a>,
-    candidates: &[Candidate<'a>],
+    candidates: &RuleCandidates<'a>,
     session: &KeptChecks,
     found_last_time: usize,
 ) -> Vec<KeptFindings> {
     let model = checker.model;
     let rule = checker.rule;
-    // A rule's candidates come in source order, each statement's together; a stable sort by
-    // statement keeps them so, and gathers any that do not.
-    let mut by_statement: Vec<(Option<usize>, &Candidate<'a>)> =
-        candidates.iter().map(|c| (c.statement.or_else(|| model.top_level_index(c.node)), c)).collect();
-    by_statement.sort_by_key(|(statement, _)| *statement);
     let mut kept = Vec::new();
     // A rule finds about as much in a buffer as it did at the last keystroke: room for that from
     // the start spares copying the findings over as their list grows.
     checker.diagnostics.reserve(found_last_time);
-    for group in by_statement.chunk_by(|a, b| a.0 == b.0) {
-        let run = |checker: &mut Checker<'_, 'a>| group.iter().for_each(|(_, c)| (rule.check)(checker, c));
-        let Some(index) = group[0].0 else {
-            run(checker);
-            continue;
-        };
+    let mut check = |checker: &mut Checker<'_, 'a>, index: usize, run: &dyn Fn(&mut Checker<'_, 'a>)| {
         let statement = model.top_level()[index];
         if let Some(findings) = session.kept(model, rule, index, statement, &mut checker.diagnostics) {
             kept.push((index, rule, findings));
-            continue;
+            return;
         }
         let before = checker.diagnostics.len();
         let ((), reads) = reads::recording_checks_of(statement.start_byte(), || run(checker));
         if let Some(findings) = session.keepable(model, rule, statement, &checker.diagnostics[before..], reads) {
             kept.push((index, rule, findings));
+        }
+    };
+    for group in candidates.groups() {
+        match group {
+            CandidateGroup::Statement { index, matches } => {
+                check(checker, *index, &|checker| matches.for_each(*index, |c| (rule.check)(checker, c)));
+            }
+            CandidateGroup::WholeTree(candidates) => {
+                // In source order: a stable sort by statement keeps each statement's together, and
+                // gathers any that do not.
+                let mut by_statement: Vec<(Option<usize>, &Candidate<'a>)> =
+                    candidates.iter().map(|c| (model.top_level_index(c.node), c)).collect();
+                by_statement.sort_by_key(|(statement, _)| *statement);
+                for run in by_statement.chunk_by(|a, b| a.0 == b.0) {
+                    let check_run =
+                        |checker: &mut Checker<'_, 'a>| run.iter().for_each(|(_, c)| (rule.check)(checker, c));
+                    match run[0].0 {
+                        Some(index) => check(checker, index, &check_run),
+                        None => check_run(checker),
+                    }
+                }
+            }
         }
     }
     kept

@@ -71,13 +71,13 @@ impl KeptNode {
     }
 }
 
-/// Places kept nodes of one statement in a tree that shares the statement's subtree.
+/// Places kept nodes of one statement in a tree that shares the statement's subtree. Plain data
+/// (the statement's node and its subtree's address), so a lint may hand it to another thread
+/// with the tree.
+#[derive(Clone)]
 pub struct Placer<'a> {
     statement: Node<'a>,
     subtree: usize,
-    /// The statement's start, as the C library keeps it.
-    start: [u32; 3],
-    tree: *const ffi::TSTree,
 }
 
 impl<'a> Placer<'a> {
@@ -93,12 +93,14 @@ impl<'a> Placer<'a> {
         if kept.id == 0 {
             return self.statement;
         }
-        let [byte, row, column] = self.start;
+        // The statement's start and tree, as the C library keeps them.
+        let statement = self.statement.into_raw();
+        let [byte, row, column, _] = statement.context;
         let column = if kept.rows == 0 { column + kept.column } else { kept.column };
         let raw = ffi::TSNode {
             context: [byte + kept.bytes, row + kept.rows, column, kept.alias],
             id: kept.id as *const std::ffi::c_void,
-            tree: self.tree,
+            tree: statement.tree,
         };
         // SAFETY: `kept` was found in this statement's subtree (checked above), which
         // `Recall::recall` found shared with the tree the node came from, so its slot is memory of
@@ -229,10 +231,7 @@ impl<'a, T> Recall<'_, 'a, T> {
         let subtree = subtree_of(statement)?;
         let value = self.memory.statements.remove(&subtree)?;
         self.seen.insert(subtree, Arc::clone(&value));
-        let raw = statement.into_raw();
-        let start = [raw.context[0], raw.context[1], raw.context[2]];
-        let placer = Placer { statement, subtree, start, tree: raw.tree };
-        Some((value, placer))
+        Some((value, Placer { statement, subtree }))
     }
 
     /// What the last lint kept of the statements not recalled so far: after every statement of
