@@ -221,28 +221,36 @@ enum Placing {
 /// statements holds a stretch of them, found by a binary search, and moved by one shift.
 struct Mover<'p, 'a> {
     plan: &'p Plan<'a>,
-    /// The last node looked up by identity, and what that found: the calls of one function
-    /// share their scope, and a lookup costs a hash.
-    last_lookup: (usize, Option<Node<'a>>),
+    /// The last two nodes looked up by identity, and what that found, the older first: the calls
+    /// of one function share their scope, those of one loop their loop, and a call's scope and
+    /// loop are looked up in turn. A lookup costs a hash.
+    last_lookups: [(usize, Option<Node<'a>>); 2],
 }
 
 impl<'p, 'a> Mover<'p, 'a> {
     fn new(plan: &'p Plan<'a>) -> Self {
-        Self { plan, last_lookup: (0, None) }
+        Self { plan, last_lookups: [(0, None); 2] }
+    }
+
+    /// The new tree's statement that the carried node `id` is, if it is a top-level statement.
+    #[inline]
+    fn statement(&mut self, id: usize) -> Option<Node<'a>> {
+        if let Some((_, statement)) = self.last_lookups.iter().find(|(looked_up, _)| *looked_up == id) {
+            return *statement;
+        }
+        let statement = self.plan.statements.get(&id).copied();
+        self.last_lookups = [self.last_lookups[1], (id, statement)];
+        statement
     }
 
     /// `node`, a carried node moved by `shift`, in the new tree.
     #[inline]
     fn place(&mut self, node: Node<'a>, shift: Shift, placing: Placing) -> Node<'a> {
         let mut raw = node.into_raw();
-        if placing == Placing::Anywhere {
-            let id = raw.id as usize;
-            if self.last_lookup.0 != id {
-                self.last_lookup = (id, self.plan.statements.get(&id).copied());
-            }
-            if let Some(statement) = self.last_lookup.1 {
-                return statement;
-            }
+        if placing == Placing::Anywhere
+            && let Some(statement) = self.statement(raw.id as usize)
+        {
+            return statement;
         }
         raw.context[0] = (i64::from(raw.context[0]) + shift.bytes) as u32;
         raw.context[1] = (i64::from(raw.context[1]) + shift.rows) as u32;
