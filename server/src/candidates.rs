@@ -569,6 +569,51 @@ mod tests {
         }
     }
 
+    /// A statement whose findings every rule keeps has its kept candidates left unplaced: here
+    /// every kept capture is poisoned with a node of another statement, which placing would
+    /// refuse (a panic), and a keystroke that touches no statement must lint as before.
+    #[test]
+    fn kept_candidates_of_statements_whose_findings_hold_are_not_placed() {
+        use crate::lint::{StatementCache, lint_again};
+        let text = include_str!("../../examples/train_resnet.py");
+        let settings = LintSettings::default();
+        let cache = StatementCache::default();
+        let mut document = crate::test_support::edited_buffer(text);
+        document.edit(TextRange::empty(text.len()), "# one\n");
+        let tree = document.tree().clone();
+        let before = lint_again(document.text(), &tree, LintContext::default(), &settings, &cache);
+        // A node of one statement, to be placed in every other: the placer asserts it is the
+        // statement's own.
+        let foreign = std::sync::Mutex::new(None);
+        cache.candidates().statements.replace_all(|kept| {
+            let mut foreign = foreign.lock().unwrap();
+            if foreign.is_none() {
+                *foreign = kept.candidates.iter().find_map(|c| c.captures.first()).map(|c| c.1);
+            }
+            let node = *foreign;
+            CachedMatches {
+                rules: Arc::clone(&kept.rules),
+                candidates: kept
+                    .candidates
+                    .iter()
+                    .map(|c| CachedCandidate {
+                        rule: c.rule,
+                        violation: c.violation,
+                        captures: c.captures.iter().map(|(name, kept)| (*name, node.unwrap_or(*kept))).collect(),
+                    })
+                    .collect(),
+            }
+        });
+        assert!(foreign.lock().unwrap().is_some(), "the example's statements have candidates");
+        document.edit(TextRange::empty(document.text().len()), "# two\n");
+        let tree = document.tree().clone();
+        let after = lint_again(document.text(), &tree, LintContext::default(), &settings, &cache);
+        let plain = |diagnostics: &[crate::diagnostic::Diagnostic]| {
+            diagnostics.iter().map(|d| (d.code, d.range)).collect::<Vec<_>>()
+        };
+        assert_eq!(plain(&after), plain(&before));
+    }
+
     /// The exactness tests above would pass with a cache that is never read; this one fails then.
     #[test]
     fn statements_seen_before_are_taken_from_the_cache() {

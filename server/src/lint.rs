@@ -232,6 +232,12 @@ impl StatementCache {
         &self.checks
     }
 
+    /// The kept candidates (tests poison them to see that they are not placed).
+    #[cfg(test)]
+    pub(crate) fn candidates(&self) -> &CandidateCache {
+        &self.candidates
+    }
+
     /// Forget every statement (a buffer that went idle gives its memory back).
     pub fn clear(&self) {
         self.candidates.clear();
