@@ -574,14 +574,8 @@ mod tests {
     /// refuse (a panic), and a keystroke that touches no statement must lint as before.
     #[test]
     fn kept_candidates_of_statements_whose_findings_hold_are_not_placed() {
-        use crate::lint::{StatementCache, lint_again};
-        let text = include_str!("../../examples/train_resnet.py");
-        let settings = LintSettings::default();
-        let cache = StatementCache::default();
-        let mut document = crate::test_support::edited_buffer(text);
-        document.edit(TextRange::empty(text.len()), "# one\n");
-        let tree = document.tree().clone();
-        let before = lint_again(document.text(), &tree, LintContext::default(), &settings, &cache);
+        use crate::test_support::{buffer_linted_once, lint_buffer_after};
+        let (mut document, cache, before) = buffer_linted_once(include_str!("../../examples/train_resnet.py"));
         // A node of one statement, to be placed in every other: the placer asserts it is the
         // statement's own.
         let foreign = std::sync::Mutex::new(None);
@@ -605,9 +599,8 @@ mod tests {
             }
         });
         assert!(foreign.lock().unwrap().is_some(), "the example's statements have candidates");
-        document.edit(TextRange::empty(document.text().len()), "# two\n");
-        let tree = document.tree().clone();
-        let after = lint_again(document.text(), &tree, LintContext::default(), &settings, &cache);
+        let end = TextRange::empty(document.text().len());
+        let after = lint_buffer_after(&mut document, &cache, end, "# two\n");
         let plain = |diagnostics: &[crate::diagnostic::Diagnostic]| {
             diagnostics.iter().map(|d| (d.code, d.range)).collect::<Vec<_>>()
         };

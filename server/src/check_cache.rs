@@ -859,12 +859,7 @@ def helper(model, batch, optimizer):
         tail: impl Fn(&CheckedStatement) -> Box<str>,
         edit: impl Fn(&str) -> (TextRange, &'static str),
     ) -> (Vec<&'static str>, Vec<Diagnostic>) {
-        let settings = LintSettings::default();
-        let cache = StatementCache::default();
-        let mut document = crate::test_support::edited_buffer(text);
-        document.edit(TextRange::empty(text.len()), "# one\n");
-        let tree = document.tree().clone();
-        let first = lint_again(document.text(), &tree, LintContext::default(), &settings, &cache);
+        let (mut document, cache, first) = crate::test_support::buffer_linted_once(text);
         let kept_codes: Vec<&str> = first
             .iter()
             .filter(|d| crate::rules::by_code(d.code).is_some_and(|r| r.cached_per_statement))
@@ -880,9 +875,7 @@ def helper(model, batch, optimizer):
         };
         cache.checks().statements.replace_all(no_findings);
         let (range, inserted) = edit(document.text());
-        document.edit(range, inserted);
-        let tree = document.tree().clone();
-        let second = lint_again(document.text(), &tree, LintContext::default(), &settings, &cache);
+        let second = crate::test_support::lint_buffer_after(&mut document, &cache, range, inserted);
         (kept_codes, second)
     }
 }

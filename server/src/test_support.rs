@@ -2,7 +2,10 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::diagnostic::Diagnostic;
 use crate::document::Document;
+use crate::lint::{LintContext, LintSettings, StatementCache, lint_again};
+use crate::text::TextRange;
 
 /// A buffer as the language server holds one that is being edited: its first lint parsed it and
 /// settled the tree ([`Document::settled_tree`]), so the next reparse shares its statements.
@@ -31,4 +34,26 @@ pub fn python_files() -> Vec<PathBuf> {
     files.sort();
     assert!(files.len() > 40, "{files:?}");
     files
+}
+
+/// An edited buffer of `text` ([`edited_buffer`]) after a first keystroke (a comment added at
+/// its end), linted once through a cache of its own, as the language server lints it: the
+/// buffer, the cache and the diagnostics.
+pub fn buffer_linted_once(text: &str) -> (Document, StatementCache, Vec<Diagnostic>) {
+    let cache = StatementCache::default();
+    let mut document = edited_buffer(text);
+    let diagnostics = lint_buffer_after(&mut document, &cache, TextRange::empty(text.len()), "# one\n");
+    (document, cache, diagnostics)
+}
+
+/// Replace `range` of the buffer with `inserted` and lint it again through `cache`.
+pub fn lint_buffer_after(
+    document: &mut Document,
+    cache: &StatementCache,
+    range: TextRange,
+    inserted: &str,
+) -> Vec<Diagnostic> {
+    document.edit(range, inserted);
+    let tree = document.tree().clone();
+    lint_again(document.text(), &tree, LintContext::default(), &LintSettings::default(), cache)
 }
