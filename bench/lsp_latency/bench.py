@@ -41,6 +41,12 @@ outside strings and comments, blank lines included: a function's header, the las
 block before a dedent, the blank line between two functions. There a keystroke touches an
 INDENT or DEDENT, which a server reparsing incrementally with tree-sitter must take care of.
 
+Module level (--module-level): the 10,000-line script is written at module level
+(corpus.py's module_level_script): steps spelled out as top-level assignments and calls between
+a few top-level loops. Tree-sitter's incremental reparse shares no top-level statement that
+starts with a name, so there nearly every statement is parsed, and linted, anew on every
+keystroke.
+
 Client (--client node): the keystrokes are replayed by replay.mjs in Node, the runtime of VS
 Code's language client, and each publish is decoded with V8's JSON.parse, as there. This client
 decodes with Python's json.loads, which takes about a millisecond for the script's 238 KB
@@ -59,8 +65,8 @@ Memory: open 1,000 different training scripts, wait until each has its diagnosti
 the server's resident set size from /proc.
 
 Usage: bench.py --server "culint server" --server "ruff server" [--edits 1000] [--files 1000]
-       [--only latency|memory] [--paired] [--pull | --pull-full] [--anywhere] [--client python|node]
-       [--samples FILE]
+       [--only latency|memory] [--paired] [--pull | --pull-full] [--anywhere] [--module-level]
+       [--client python|node] [--samples FILE]
 Writes a JSON summary to stdout; with --samples, every keystroke's latency to FILE as well.
 """
 
@@ -79,7 +85,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from corpus import training_script  # noqa: E402
+from corpus import module_level_script, training_script  # noqa: E402
 
 CAPABILITIES = {
     "textDocument": {
@@ -349,13 +355,14 @@ def summary(samples, received_samples, text, in_comment):
     }
 
 
-def latency(commands, edit_count, how=Pushed, anywhere=False, client="python"):
+def latency(commands, edit_count, how=Pushed, anywhere=False, client="python", script=training_script):
     """Latency of each server in `commands`, with diagnostics got as `how` gets them: alone when
     there is one, in turns when there are more. `client` replays the keystrokes: this script, or
-    replay.mjs in Node. For each server, its summary and its keystrokes' samples."""
+    replay.mjs in Node; `script` makes the 10,000-line script they edit. For each server, its
+    summary and its keystrokes' samples."""
     with tempfile.TemporaryDirectory() as root:
         path = Path(root) / "train.py"
-        text = training_script(10_000)
+        text = script(10_000)
         path.write_text(text)
         keystrokes = edits(text, edit_count, anywhere)
         replay = replay_in_node if client == "node" else replay_in_python
@@ -491,6 +498,11 @@ def main():
         "--anywhere", action="store_true", help="type at the end of any line of code, not only in training loops"
     )
     parser.add_argument(
+        "--module-level",
+        action="store_true",
+        help="edit a script written at module level (top-level assignments and calls), not in functions",
+    )
+    parser.add_argument(
         "--samples",
         metavar="FILE",
         type=Path,
@@ -504,10 +516,13 @@ def main():
     )
     args = parser.parse_args()
     how = Pulled if args.pull else PulledFull if args.pull_full else Pushed
+    script = module_level_script if args.module_level else training_script
     if args.paired and args.only == "memory":
         parser.error("--paired measures latency; it does not go with --only memory")
     if args.samples and args.only == "memory":
         parser.error("--samples records latency; it does not go with --only memory")
+    if args.module_level and args.only == "memory":
+        parser.error("--module-level chooses the script whose edits are timed; it does not go with --only memory")
     if args.samples and not args.samples.resolve().parent.is_dir():
         # Found out now, not after minutes of keystrokes.
         parser.error(f"--samples: no folder {args.samples.resolve().parent} to write {args.samples.name} in")
@@ -515,13 +530,13 @@ def main():
     samples = {}
     if args.paired:
         print(f"benchmarking {len(args.server)} servers in turns ...", file=sys.stderr)
-        runs = latency(args.server, args.edits, how, args.anywhere, args.client)
+        runs = latency(args.server, args.edits, how, args.anywhere, args.client, script)
         for command, (result, run_samples) in zip(args.server, runs):
             results[command]["latency"], samples[command] = result, run_samples
     for command in args.server:
         print(f"benchmarking {command} ...", file=sys.stderr)
         if args.only != "memory" and not args.paired:
-            [(result, run_samples)] = latency([command], args.edits, how, args.anywhere, args.client)
+            [(result, run_samples)] = latency([command], args.edits, how, args.anywhere, args.client, script)
             results[command]["latency"], samples[command] = result, run_samples
         if args.only != "latency":
             results[command]["memory"] = memory(command, args.files)

@@ -3,9 +3,16 @@
 `training_script(lines)` builds one long script out of realistic blocks (data loading, models,
 training loops, evaluation, checkpointing), some with the patterns culint reports, so that
 every edit is linted with real findings around it.
+
+`module_level_script(lines)` builds one written at module level, as notebooks exported to a
+script and quick experiments are: steps spelled out as top-level assignments and calls between
+a few top-level loops. Tree-sitter's incremental reparse does not share a top-level statement
+that starts with a name (BENCHMARKS.md), so such a script shows what a keystroke costs when
+nearly every statement is parsed and linted anew.
 """
 
 import random
+import sys
 
 HEADER = '''"""Training entry point (generated for culint's latency benchmark)."""
 import math
@@ -117,8 +124,71 @@ def training_script(lines: int, seed: int = 0) -> str:
     return "\n".join(text.split("\n")[:lines]) + "\n"
 
 
-if __name__ == "__main__":
-    import sys
+MODULE_HEADER = '''"""Training run written at module level (generated for culint's latency benchmark)."""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
 
-    # The benchmark script on stdout, for the in-process keystroke benchmark (keystrokes.rs).
-    sys.stdout.write(training_script(int(sys.argv[1]) if len(sys.argv) > 1 else 10_000))
+device = "cuda" if torch.cuda.is_available() else "cpu"
+width = 512
+model = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, 10)).to(device)
+optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4)
+targets = torch.randint(0, 10, (32,), device=device)
+
+'''
+
+MODULE_BLOCKS = [
+    '''
+inputs_{n} = torch.randn(32, width, device=device)
+logits_{n} = model(inputs_{n})
+loss_{n} = F.cross_entropy(logits_{n}, targets)
+loss_{n}.backward()
+optimizer.step()
+optimizer.zero_grad(set_to_none=True)
+print(f"step {n} loss {{loss_{n}.item():.4f}}")
+''',
+    '''
+for step in range({steps}):
+    batch = torch.randn(32, width, device=device)
+    loss = F.cross_entropy(model(batch), targets)
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+    torch.cuda.empty_cache()
+''',
+    '''
+model.eval()
+with torch.no_grad():
+    accuracy_{n} = (model(inputs_{previous}).argmax(-1) == targets).float().mean().item()
+model.train()
+print(f"accuracy {{accuracy_{n}:.3f}}")
+''',
+]
+
+
+def module_level_script(lines: int, seed: int = 0) -> str:
+    rng = random.Random(seed)
+    parts = [MODULE_HEADER]
+    count = MODULE_HEADER.count("\n")
+    n = 0
+    while count < lines:
+        # Mostly steps spelled out; a loop or an evaluation now and then, after a first step.
+        block = MODULE_BLOCKS[0] if n == 0 else rng.choices(MODULE_BLOCKS, weights=[8, 1, 1])[0]
+        block = block.format(n=n, previous=max(n - 1, 0), steps=rng.choice([10, 100]))
+        parts.append(block)
+        count += block.count("\n")
+        n += 1
+    text = "".join(parts)
+    return "\n".join(text.split("\n")[:lines]) + "\n"
+
+
+if __name__ == "__main__":
+    import argparse
+
+    # A benchmark script on stdout, for the in-process keystroke benchmark (keystrokes.rs).
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("lines", type=int, nargs="?", default=10_000, help="how many lines (default 10,000)")
+    parser.add_argument("--module-level", action="store_true", help="a script written at module level")
+    args = parser.parse_args()
+    build = module_level_script if args.module_level else training_script
+    sys.stdout.write(build(args.lines))

@@ -4,7 +4,7 @@
 //! run that callgrind can count instructions of.
 //!
 //! Usage:
-//!   python3 bench/lsp_latency/corpus.py 10000 > /tmp/train.py
+//!   python3 bench/lsp_latency/corpus.py 10000 > /tmp/train.py   # or --module-level, for a script without functions
 //!   cargo run --release --example keystrokes -- /tmp/train.py [--edits N] [--idle MS] [--anywhere | --in-names] [--verify] [--slowest N]
 //!   cargo run --release --example keystrokes -- /tmp/train.py --sweep STEP
 //!
