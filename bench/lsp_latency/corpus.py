@@ -109,19 +109,27 @@ def cosine_lr_{n}(step, warmup={warmup}, total=100_000, base=3e-4):
 ]
 
 
-def training_script(lines: int, seed: int = 0) -> str:
+def assembled(header, block, lines: int, seed: int) -> str:
+    """`header`, then the blocks that `block(rng, n)` makes for n = 0, 1, ..., cut to `lines`."""
     rng = random.Random(seed)
-    parts = [HEADER]
-    count = HEADER.count("\n")
+    parts = [header]
+    count = header.count("\n")
     n = 0
     while count < lines:
-        block = rng.choice(BLOCKS).format(n=n, width=rng.choice([256, 512, 768]), every=rng.choice([50, 100]),
-                                          warmup=rng.choice([500, 1000, 2000]))
-        parts.append(block)
-        count += block.count("\n")
+        part = block(rng, n)
+        parts.append(part)
+        count += part.count("\n")
         n += 1
     text = "".join(parts)
     return "\n".join(text.split("\n")[:lines]) + "\n"
+
+
+def training_script(lines: int, seed: int = 0) -> str:
+    def block(rng, n):
+        return rng.choice(BLOCKS).format(n=n, width=rng.choice([256, 512, 768]), every=rng.choice([50, 100]),
+                                         warmup=rng.choice([500, 1000, 2000]))
+
+    return assembled(HEADER, block, lines, seed)
 
 
 MODULE_HEADER = '''"""Training run written at module level (generated for culint's latency benchmark)."""
@@ -167,19 +175,12 @@ print(f"accuracy {{accuracy_{n}:.3f}}")
 
 
 def module_level_script(lines: int, seed: int = 0) -> str:
-    rng = random.Random(seed)
-    parts = [MODULE_HEADER]
-    count = MODULE_HEADER.count("\n")
-    n = 0
-    while count < lines:
+    def block(rng, n):
         # Mostly steps spelled out; a loop or an evaluation now and then, after a first step.
-        block = MODULE_BLOCKS[0] if n == 0 else rng.choices(MODULE_BLOCKS, weights=[8, 1, 1])[0]
-        block = block.format(n=n, previous=max(n - 1, 0), steps=rng.choice([10, 100]))
-        parts.append(block)
-        count += block.count("\n")
-        n += 1
-    text = "".join(parts)
-    return "\n".join(text.split("\n")[:lines]) + "\n"
+        chosen = MODULE_BLOCKS[0] if n == 0 else rng.choices(MODULE_BLOCKS, weights=[8, 1, 1])[0]
+        return chosen.format(n=n, previous=max(n - 1, 0), steps=rng.choice([10, 100]))
+
+    return assembled(MODULE_HEADER, block, lines, seed)
 
 
 if __name__ == "__main__":
