@@ -569,20 +569,35 @@ mod tests {
         }
     }
 
-    /// A statement whose findings every rule keeps has its kept candidates left unplaced: here
-    /// every kept capture is poisoned with a node of another statement, which placing would
-    /// refuse (a panic), and a keystroke that touches no statement must lint as before.
+    /// A statement whose findings a rule keeps has that rule's kept candidates left unplaced:
+    /// here every kept capture of the rules that keep their findings per statement is poisoned
+    /// with a node of another statement, which placing would refuse (a panic), and a keystroke
+    /// that touches no statement must lint as before. (The other rules check every candidate on
+    /// every lint, so theirs are placed and left alone here.)
     #[test]
     fn kept_candidates_of_statements_whose_findings_hold_are_not_placed() {
         use crate::test_support::{buffer_linted_once, lint_buffer_after};
-        let (mut document, cache, before) = buffer_linted_once(include_str!("../../examples/train_resnet.py"));
+        // Candidates of rules that keep their findings in two statements at least, so that some
+        // are poisoned with a node of another statement; both far from the end, which the edits
+        // below touch.
+        let example = include_str!("../../examples/train_resnet.py");
+        let more = "def train_more(model, loader, optimizer):\n    for batch in loader:\n        loss = model(batch).sum()\n        loss.backward()\n        optimizer.step()\n        optimizer.zero_grad()\n        torch.cuda.empty_cache()\n\n\n";
+        let text = example.replacen("def main():", &format!("{more}def main():"), 1);
+        assert_ne!(text, example);
+        let (mut document, cache, before) = buffer_linted_once(&text);
         // A node of one statement, to be placed in every other: the placer asserts it is the
         // statement's own.
         let foreign = std::sync::Mutex::new(None);
+        let poisoned_statements = std::sync::atomic::AtomicUsize::new(0);
         cache.candidates().statements.replace_all(|kept| {
             let mut foreign = foreign.lock().unwrap();
+            let keeps_findings = |candidate: &CachedCandidate| RULES[candidate.rule].cached_per_statement;
+            if kept.candidates.iter().any(keeps_findings) {
+                poisoned_statements.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
             if foreign.is_none() {
-                *foreign = kept.candidates.iter().find_map(|c| c.captures.first()).map(|c| c.1);
+                *foreign =
+                    kept.candidates.iter().filter(|c| keeps_findings(c)).find_map(|c| c.captures.first()).map(|c| c.1);
             }
             let node = *foreign;
             CachedMatches {
@@ -593,12 +608,19 @@ mod tests {
                     .map(|c| CachedCandidate {
                         rule: c.rule,
                         violation: c.violation,
-                        captures: c.captures.iter().map(|(name, kept)| (*name, node.unwrap_or(*kept))).collect(),
+                        captures: c
+                            .captures
+                            .iter()
+                            .map(|(name, kept)| (*name, node.filter(|_| keeps_findings(c)).unwrap_or(*kept)))
+                            .collect(),
                     })
                     .collect(),
             }
         });
-        assert!(foreign.lock().unwrap().is_some(), "the example's statements have candidates");
+        assert!(
+            poisoned_statements.into_inner() >= 2,
+            "rules that keep their findings have candidates in two statements"
+        );
         let end = TextRange::empty(document.text().len());
         let after = lint_buffer_after(&mut document, &cache, end, "# two\n");
         let plain = |diagnostics: &[crate::diagnostic::Diagnostic]| {
