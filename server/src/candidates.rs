@@ -130,6 +130,9 @@ struct CachedMatches {
     /// their rules by address.
     rules: Arc<[usize]>,
     candidates: Vec<CachedCandidate>,
+    /// How many of `candidates` each rule (by index into [`RULES`]) has, in the order the rules
+    /// first appear: counted once when kept, rather than by every lint that recalls them.
+    counts: SmallVec<[(usize, usize); 4]>,
 }
 
 struct CachedCandidate {
@@ -267,16 +270,9 @@ pub fn candidates_by_rule<'a>(
             for (index, &statement) in statements.iter().enumerate() {
                 let recalled = memory.recall(statement).filter(|(cached, _)| same_rules(&mut rules, &cached.rules));
                 if let Some((kept, placer)) = recalled {
-                    // Kept in source order: a rule's matches of the statement make one group,
-                    // counted here from the rules alone (their captures are read only if placed).
-                    let mut counts: SmallVec<[(usize, usize); 8]> = SmallVec::new();
-                    for candidate in &kept.candidates {
-                        match counts.iter_mut().find(|(rule, _)| *rule == candidate.rule) {
-                            Some((_, count)) => *count += 1,
-                            None => counts.push((candidate.rule, 1)),
-                        }
-                    }
-                    for (rule, count) in counts {
+                    // A rule's kept matches of the statement make one group; their captures are
+                    // read only if placed.
+                    for &(rule, count) in &kept.counts {
                         if let Some(slot) = slot_of_rule[rule] {
                             let matches = StatementMatches(Matches::Kept {
                                 kept: Arc::clone(&kept),
@@ -408,7 +404,14 @@ fn remember(
             CachedCandidate { rule: *rule, violation, captures }
         })
         .collect();
-    CachedMatches { rules, candidates }
+    let mut counts: SmallVec<[(usize, usize); 4]> = SmallVec::new();
+    for (rule, _) in found {
+        match counts.iter_mut().find(|(counted, _)| counted == rule) {
+            Some((_, count)) => *count += 1,
+            None => counts.push((*rule, 1)),
+        }
+    }
+    CachedMatches { rules, candidates, counts }
 }
 
 fn inside_error(node: Node<'_>) -> bool {
@@ -615,6 +618,7 @@ mod tests {
                             .collect(),
                     })
                     .collect(),
+                counts: kept.counts.clone(),
             }
         });
         assert!(
@@ -639,9 +643,11 @@ mod tests {
         let found = candidates_by_rule(text, &tree, &top_level_statements(&tree), &every_rule, Some(&cache));
         assert!(found.iter().any(|list| !list.is_empty()));
         let rules: std::sync::Arc<[usize]> = every_rule.iter().map(|rule| index_of(rule)).collect();
-        cache
-            .statements
-            .replace_all(|_| CachedMatches { rules: std::sync::Arc::clone(&rules), candidates: Vec::new() });
+        cache.statements.replace_all(|_| CachedMatches {
+            rules: std::sync::Arc::clone(&rules),
+            candidates: Vec::new(),
+            counts: SmallVec::new(),
+        });
         let reused = candidates_by_rule(text, &tree, &top_level_statements(&tree), &every_rule, Some(&cache));
         assert!(reused.iter().all(RuleCandidates::is_empty), "statements were queried again");
     }

@@ -48,11 +48,15 @@ def problems_of_samples(samples, result):
     return problems
 
 
+# The size of the script each mode edits, made once.
+SCRIPT_BYTES = {script.__name__: len(script(10_000).encode()) for script in (training_script, module_level_script)}
+
+
 def problems_of(result, client, mode):
     problems = []
-    script = module_level_script if "--module-level" in mode else training_script
-    if result["file_bytes"] != len(script(10_000).encode()):
-        problems.append(f"the script edited is not {script.__name__}'s")
+    script = "module_level_script" if "--module-level" in mode else "training_script"
+    if result["file_bytes"] != SCRIPT_BYTES[script]:
+        problems.append(f"the script edited is not {script}'s")
     if result["client"] != client:
         problems.append(f"replayed by {result['client']}")
     if result["edits"] != EDITS:
