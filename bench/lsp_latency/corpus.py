@@ -188,7 +188,13 @@ if __name__ == "__main__":
 
     # A benchmark script on stdout, for the in-process keystroke benchmark (keystrokes.rs).
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("lines", type=int, nargs="?", default=10_000, help="how many lines (default 10,000)")
+    def line_count(text):
+        lines = int(text)
+        if lines < 1:
+            raise argparse.ArgumentTypeError(f"{lines} lines: a script has one line at least")
+        return lines
+
+    parser.add_argument("lines", type=line_count, nargs="?", default=10_000, help="how many lines (default 10,000)")
     parser.add_argument("--module-level", action="store_true", help="a script written at module level")
     args = parser.parse_args()
     build = module_level_script if args.module_level else training_script
