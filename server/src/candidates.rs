@@ -5,9 +5,11 @@
 //! milliseconds although the edit touched one top-level statement. It keeps a
 //! [`CandidateCache`] per buffer and runs the queries only on top-level statements that the
 //! reparse did not share with the last lint's tree; the matches of the others are carried over
-//! (see [`crate::tree_reuse`]). That is exact because a match lies within one top-level statement
-//! and depends on nothing outside it: no rule's pattern is rooted at the module (a test checks
-//! every pattern), and predicates read only captured text.
+//! (see [`crate::tree_reuse`]). A statement the reparse built anew with the same text is not
+//! queried again when it had no matches; one with matches is, since its kept nodes are not the
+//! new tree's. That is exact because a match lies within one top-level statement and depends on
+//! nothing outside it: no rule's pattern is rooted at the module (a test checks every pattern),
+//! and predicates read only captured text.
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex, OnceLock, PoisonError};
@@ -264,12 +266,20 @@ pub fn candidates_by_rule<'a>(
         .collect();
     let root = tree.root_node();
     let is_active = |rule: usize| slot_of_rule[rule].is_some();
-    match cache.and_then(|cache| cache.statements.open(tree)) {
+    match cache.and_then(|cache| cache.statements.open(tree, text)) {
         Some(mut memory) => {
             let mut rules: Arc<[usize]> = active.iter().map(|rule| index_of(rule)).collect();
             for (index, &statement) in statements.iter().enumerate() {
-                let recalled = memory.recall(statement).filter(|(cached, _)| same_rules(&mut rules, &cached.rules));
+                let recalled = memory.recall(statement).filter(|(cached, placer)| {
+                    // A statement the parser built anew with the same text comes without a
+                    // placer: recalled so only when it has nothing to place. One with matches is
+                    // queried and kept again, so that the lints after this one can place them
+                    // (some rules check every candidate on every lint).
+                    (placer.is_some() || cached.candidates.is_empty()) && same_rules(&mut rules, &cached.rules)
+                });
                 if let Some((kept, placer)) = recalled {
+                    // Without a placer there are no matches.
+                    let Some(placer) = placer else { continue };
                     // A rule's kept matches of the statement make one group; their captures are
                     // read only if placed.
                     for &(rule, count) in &kept.counts {

@@ -2,8 +2,9 @@
 //!
 //! An edit changes one top-level statement, and on a long script the checks of the rules in
 //! every other statement are most of what a keystroke costs. A rule's findings in a statement
-//! that the reparse shared with the last tree ([`crate::tree_reuse`]) are the same as last time,
-//! moved with the statement, when nothing else they depend on changed:
+//! that the reparse shared with the last tree, or built anew with the same text
+//! ([`crate::tree_reuse`]), are the same as last time, moved with the statement, when nothing
+//! else they depend on changed:
 //!
 //! - **What the checks read beyond the statement**, recorded by [`crate::semantic::reads`]: no
 //!   lookup under a name that a changed statement files, before or after the edit; no read of
@@ -97,7 +98,7 @@ impl CheckCache {
     }
 
     fn classify_loops<'a>(&self, model: &Model<'a>, tree: &'a Tree) {
-        let Some(mut recall) = self.loops.open(tree) else {
+        let Some(mut recall) = self.loops.open(tree, model.text) else {
             model.loops();
             return;
         };
@@ -142,11 +143,11 @@ impl CheckCache {
     /// not waited for: this one checks everything and keeps nothing).
     pub fn recall<'c, 'a>(
         &'c self,
-        text: &str,
+        text: &'a str,
         tree: &'a Tree,
         statements: &[Node<'a>],
     ) -> Option<RecalledChecks<'c, 'a>> {
-        let mut recall = self.statements.open(tree)?;
+        let mut recall = self.statements.open(tree, text)?;
         let mut recalled = recall_statements(&mut recall, statements, |kept| &kept.keys);
         // The statements' loops when their findings were kept, including those whose findings
         // do not hold below: a check of another statement may have read their kinds.
@@ -305,7 +306,7 @@ pub struct KeptChecks {
     /// edit and after it.
     changed: HashSet<u64>,
     /// By top-level index: what the last lint kept of the statement, when its findings may hold:
-    /// the file as a whole is what it was, and the statement is the same subtree, starts its line
+    /// the file as a whole is what it was, and the statement is the same text, starts its line
     /// and has the same text after it on its last line. Decided once a statement here, rather
     /// than by each rule that asks: on a large file the rules ask thousands of times a keystroke,
     /// and each answer read from the kept statement is a cache miss.
@@ -342,7 +343,7 @@ struct CheckedStatement {
     keys: Arc<[u64]>,
     /// The kinds of its loops when its findings were made or found to hold.
     loops: StatementLoops,
-    /// The statement's length in bytes. A recalled statement is the same subtree, so its end is
+    /// The statement's length in bytes. A recalled statement has the same text, so its end is
     /// its start plus this: found so, it is not read from the subtree (a cache miss in a large
     /// file).
     len: usize,
@@ -469,7 +470,7 @@ impl<'a> CheckSession<'_, 'a> {
                 let len = statement.byte_range().len();
                 let tail = tail_after(model.text, statement.end_byte()).into();
                 loops.key = match last {
-                    // The same subtree, so the same text.
+                    // Recalled, so the same text.
                     Some(last) => last.loops.key,
                     None => StatementLoops::key_of(model, *statement),
                 };
@@ -790,6 +791,36 @@ def helper(model, batch, optimizer):
     #[test]
     fn findings_of_unchanged_statements_are_kept() {
         assert_findings_of_unchanged_statements_are_kept(include_str!("../../examples/train_resnet.py"));
+    }
+
+    /// A statement that starts with a name is built anew by every reparse (see
+    /// [`crate::tree_reuse::StatementMemory`]): its findings are kept by its text.
+    #[test]
+    fn findings_of_statements_the_reparse_built_anew_are_kept() {
+        let text = "import torch\nimport torch.nn as nn\n\nwidth = 8\nmodel = nn.Linear(width, width).cuda()\n\
+                    inputs = torch.randn(4, width, device=\"cuda\")\nlogits = model(inputs)\n\
+                    torch.cuda.empty_cache()\ndel logits\n";
+        let empty_cache = |document: &mut Document| {
+            let tree = document.tree().clone();
+            let statement = tree.root_node().children(&mut tree.walk()).find(|s| {
+                s.kind() == "expression_statement" && document.text()[s.byte_range()].starts_with("torch.cuda")
+            });
+            statement.and_then(crate::tree_reuse::subtree_of).expect("the statement")
+        };
+        let (mut document, cache, first) = crate::test_support::buffer_linted_once(text);
+        assert!(first.iter().any(|d| d.code == "CUL202"), "{:?}", summary(&first));
+        let before = empty_cache(&mut document);
+        cache.checks().statements.replace_all(|kept| CheckedStatement {
+            keys: Arc::clone(&kept.keys),
+            loops: kept.loops.clone(),
+            len: kept.len,
+            tail: kept.tail.clone(),
+            findings: crate::rules::RULES.iter().map(|rule| (*rule, KeptRule(None))).collect(),
+        });
+        let at = text.find("= 8").expect("the width") + 2;
+        let second = crate::test_support::lint_buffer_after(&mut document, &cache, TextRange::new(at, at + 1), "16");
+        assert_ne!(empty_cache(&mut document), before, "the reparse shared the statement");
+        assert!(second.iter().all(|d| d.code != "CUL202"), "checked again: {:?}", summary(&second));
     }
 
     /// Two statements that share a line keep nothing, and take nothing from the others: a
