@@ -35,6 +35,7 @@ use foldhash::{HashMap, HashMapExt};
 use smallvec::SmallVec;
 use std::collections::hash_map::Entry::{Occupied, Vacant};
 use std::hash::BuildHasher;
+use std::num::NonZeroU64;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tree_sitter::{Node, Tree, ffi};
@@ -170,16 +171,20 @@ struct Entry<T> {
     /// The statement's kind and text, hashed ([`text_key`]); `None` for a statement with a syntax
     /// error or after one, which is recalled only while the reparse shares it (see
     /// [`Recall::by_text`]).
-    text: Option<u64>,
+    text: Option<TextKey>,
     /// Whether the nodes kept in `value` are of the subtree the entry is kept under. Not so for
     /// an entry recalled by its text into a statement built anew.
     placeable: bool,
 }
 
 /// The key a statement is recalled by when the parser built it anew: its kind and text, hashed
-/// with a fixed seed (the text's length is part of what is hashed).
-fn text_key(statement: Node<'_>, text: &str) -> u64 {
-    foldhash::quality::FixedState::with_seed(0x7374_6174_656d_656e).hash_one((statement.kind_id(), text))
+/// with a fixed seed (the text's length is part of what is hashed). Never zero, so that an entry
+/// without one takes no room for it.
+type TextKey = NonZeroU64;
+
+fn text_key(statement: Node<'_>, text: &str) -> TextKey {
+    let hash = foldhash::quality::FixedState::with_seed(0x7374_6174_656d_656e).hash_one((statement.kind_id(), text));
+    TextKey::MIN | hash
 }
 
 impl<T> Default for Retired<T> {
@@ -276,14 +281,14 @@ pub struct Recall<'m, 'a, T> {
     /// a broken `if` header was a bare call at the top level, where the same text had been an
     /// expression statement. So a statement is found by its text only when neither it nor the
     /// statement before it has an error, in the tree it was kept from and in this one.
-    by_text: Option<HashMap<u64, SmallVec<[usize; 1]>>>,
+    by_text: Option<HashMap<TextKey, SmallVec<[usize; 1]>>>,
     /// How many statements were looked for by their text so far.
     searched: usize,
     /// The statement asked for last: statements are asked for in order.
     previous: Option<Node<'a>>,
     /// The keys of the statements that were looked for by their text and not found, for
     /// [`Recall::keep`] to file them under.
-    missed: HashMap<usize, u64>,
+    missed: HashMap<usize, TextKey>,
     tree: &'a Tree,
     text: &'a str,
     shelf: &'m StatementMemory<T>,
@@ -336,14 +341,14 @@ impl<'a, T> Recall<'_, 'a, T> {
 
     /// An entry of the memory kept under the key `text`, taken out of it. Statements of the same
     /// text are alike: any of them will do.
-    fn take_by_text(&mut self, text: u64) -> Option<Entry<T>> {
+    fn take_by_text(&mut self, text: TextKey) -> Option<Entry<T>> {
         self.searched += 1;
         let statements = &mut self.memory.statements;
         let kept = if self.by_text.is_none() && self.searched <= SEARCHES_BEFORE_AN_INDEX {
             statements.iter().find(|(_, entry)| entry.text == Some(text)).map(|(kept, _)| *kept)?
         } else {
             let by_text = self.by_text.get_or_insert_with(|| {
-                let mut by_text: HashMap<u64, SmallVec<[usize; 1]>> = HashMap::with_capacity(statements.len());
+                let mut by_text: HashMap<TextKey, SmallVec<[usize; 1]>> = HashMap::with_capacity(statements.len());
                 for (subtree, entry) in statements.iter() {
                     if let Some(text) = entry.text {
                         by_text.entry(text).or_default().push(*subtree);
