@@ -6,8 +6,8 @@
 //! [`CandidateCache`] per buffer and runs the queries only on top-level statements that the
 //! reparse did not share with the last lint's tree; the matches of the others are carried over
 //! (see [`crate::tree_reuse`]). A statement the reparse built anew with the same text is not
-//! queried again when it had no matches; one with matches is, since its kept nodes are not the
-//! new tree's. That is exact because a match lies within one top-level statement and depends on
+//! queried again either: its kept matches are found in it by their places, kinds and lengths
+//! (a query would cost several times as much). That is exact because a match lies within one top-level statement and depends on
 //! nothing outside it: no rule's pattern is rooted at the module (a test checks every pattern),
 //! and predicates read only captured text.
 
@@ -270,31 +270,31 @@ pub fn candidates_by_rule<'a>(
         Some(mut memory) => {
             let mut rules: Arc<[usize]> = active.iter().map(|rule| index_of(rule)).collect();
             for (index, &statement) in statements.iter().enumerate() {
-                let recalled = memory.recall(statement).filter(|(cached, placer)| {
-                    // A statement the parser built anew with the same text comes without a
-                    // placer: recalled so only when it has nothing to place. One with matches is
-                    // queried and kept again, so that the lints after this one can place them
-                    // (some rules check every candidate on every lint).
-                    (placer.is_some() || cached.candidates.is_empty()) && same_rules(&mut rules, &cached.rules)
-                });
-                if let Some((kept, placer)) = recalled {
-                    // Without a placer there are no matches.
-                    let Some(placer) = placer else { continue };
-                    // A rule's kept matches of the statement make one group; their captures are
-                    // read only if placed.
-                    for &(rule, count) in &kept.counts {
-                        if let Some(slot) = slot_of_rule[rule] {
-                            let matches = StatementMatches(Matches::Kept {
-                                kept: Arc::clone(&kept),
-                                placer: placer.clone(),
-                                rule,
-                            });
-                            by_rule[slot].push(CandidateGroup::Statement { index, matches }, count);
+                let recalled = memory.recall(statement).filter(|(cached, _)| same_rules(&mut rules, &cached.rules));
+                let found_again = match recalled {
+                    Some((kept, Some(placer))) => {
+                        // A rule's kept matches of the statement make one group; their captures
+                        // are read only if placed.
+                        for &(rule, count) in &kept.counts {
+                            if let Some(slot) = slot_of_rule[rule] {
+                                let matches = StatementMatches(Matches::Kept {
+                                    kept: Arc::clone(&kept),
+                                    placer: placer.clone(),
+                                    rule,
+                                });
+                                by_rule[slot].push(CandidateGroup::Statement { index, matches }, count);
+                            }
                         }
+                        continue;
                     }
-                    continue;
-                }
-                let mut found = query_within(queries, statement, text, is_active);
+                    // Built anew with the same text: nothing to place, or its matches found in it
+                    // by their places and kept again, so that the lints after this one place them
+                    // (some rules check every candidate on every lint).
+                    Some((kept, None)) if kept.candidates.is_empty() => continue,
+                    Some((kept, None)) => found_in(statement, &kept),
+                    None => None,
+                };
+                let mut found = found_again.unwrap_or_else(|| query_within(queries, statement, text, is_active));
                 // In source order within the statement, as they are kept: statements do not
                 // overlap, so the candidates come out in source order without a sort of all of
                 // them, which would read the end of every node (a cache miss each, in a large file).
@@ -385,6 +385,23 @@ fn query_within<'a>(
         found.extend(queries.candidate(m).filter(|(_, candidate)| !(has_errors && inside_error(candidate.node))));
     }
     found
+}
+
+/// The matches `kept` of a statement of the same kind and text as `statement`, which the parser
+/// built anew, found in it by their places ([`KeptNode::find_in`]); `None` if one is not there.
+fn found_in<'a>(statement: Node<'a>, kept: &CachedMatches) -> Option<Found<'a>> {
+    kept.candidates
+        .iter()
+        .map(|candidate| {
+            let captures = candidate
+                .captures
+                .iter()
+                .map(|(name, kept)| Some((*name, kept.find_in(statement)?)))
+                .collect::<Option<SmallVec<[(&str, Node<'a>); 2]>>>()?;
+            let node = captures[candidate.violation].1;
+            Some((candidate.rule, Candidate { node, captures, statement: None }))
+        })
+        .collect()
 }
 
 /// The candidates `found` in a top-level statement, as the cache keeps them.
@@ -574,9 +591,12 @@ mod tests {
             let tree = parse(&text, None);
             let whole = plain(&candidates_by_rule(&text, &tree, &top_level_statements(&tree), &every_rule, None));
             let cache = CandidateCache::default();
-            for pass in ["cold", "warm"] {
+            // Then a tree parsed afresh, whose statements are all built anew: those without
+            // syntax errors are recalled by their text, and their matches found in them.
+            let again = parse(&text, None);
+            for (pass, tree) in [("cold", &tree), ("warm", &tree), ("built anew", &again)] {
                 let apart =
-                    plain(&candidates_by_rule(&text, &tree, &top_level_statements(&tree), &every_rule, Some(&cache)));
+                    plain(&candidates_by_rule(&text, tree, &top_level_statements(tree), &every_rule, Some(&cache)));
                 assert_eq!(apart, whole, "{} ({pass} cache)", path.display());
             }
         }
@@ -646,12 +666,8 @@ mod tests {
     /// The exactness tests above would pass with a cache that is never read; this one fails then.
     #[test]
     fn statements_seen_before_are_taken_from_the_cache() {
-        let text = include_str!("../../examples/train_resnet.py");
-        let tree = parse(text, None);
-        let every_rule: Vec<&'static Rule> = RULES.to_vec();
-        let cache = CandidateCache::default();
-        let found = candidates_by_rule(text, &tree, &top_level_statements(&tree), &every_rule, Some(&cache));
-        assert!(found.iter().any(|list| !list.is_empty()));
+        let (text, tree, every_rule, cache, found) = example_queried_into_a_cache();
+        assert!(found > 0);
         let rules: std::sync::Arc<[usize]> = every_rule.iter().map(|rule| index_of(rule)).collect();
         cache.statements.replace_all(|_| CachedMatches {
             rules: std::sync::Arc::clone(&rules),
@@ -660,5 +676,48 @@ mod tests {
         });
         let reused = candidates_by_rule(text, &tree, &top_level_statements(&tree), &every_rule, Some(&cache));
         assert!(reused.iter().all(RuleCandidates::is_empty), "statements were queried again");
+    }
+
+    /// A statement the parser built anew with the same text takes its matches from the cache,
+    /// found in it by their places: here each statement kept only its first match, and a fresh
+    /// parse of the same text finds only those.
+    #[test]
+    fn statements_built_anew_are_taken_from_the_cache_by_their_text() {
+        let (text, _, every_rule, cache, all) = example_queried_into_a_cache();
+        let first_only = std::sync::atomic::AtomicUsize::new(0);
+        cache.statements.replace_all(|kept| {
+            let candidates: Vec<CachedCandidate> = kept
+                .candidates
+                .iter()
+                .take(1)
+                .map(|c| CachedCandidate { rule: c.rule, violation: c.violation, captures: c.captures.clone() })
+                .collect();
+            first_only.fetch_add(candidates.len(), std::sync::atomic::Ordering::Relaxed);
+            let counts = candidates.iter().map(|c| (c.rule, 1)).collect();
+            CachedMatches { rules: Arc::clone(&kept.rules), candidates, counts }
+        });
+        let first_only = first_only.into_inner();
+        assert!(
+            0 < first_only && first_only < all,
+            "{first_only} of {all}: the example has statements of several matches"
+        );
+        let again = parse(text, None);
+        let found = candidates_by_rule(text, &again, &top_level_statements(&again), &every_rule, Some(&cache));
+        assert_eq!(count(&found), first_only, "statements built anew were queried again");
+    }
+
+    fn count(found: &[RuleCandidates<'_>]) -> usize {
+        found.iter().map(RuleCandidates::len).sum()
+    }
+
+    /// An example script, its tree and every rule, queried once through a cache: the cache, and
+    /// how many candidates it found.
+    fn example_queried_into_a_cache() -> (&'static str, Tree, Vec<&'static Rule>, CandidateCache, usize) {
+        let text = include_str!("../../examples/train_resnet.py");
+        let tree = parse(text, None);
+        let every_rule: Vec<&'static Rule> = RULES.to_vec();
+        let cache = CandidateCache::default();
+        let found = count(&candidates_by_rule(text, &tree, &top_level_statements(&tree), &every_rule, Some(&cache)));
+        (text, tree, every_rule, cache, found)
     }
 }

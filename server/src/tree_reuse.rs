@@ -50,6 +50,10 @@ pub struct KeptNode {
     /// Relative to the statement's column on the statement's first row, absolute below it.
     column: u32,
     alias: u32,
+    /// Its length in bytes and its kind (its alias, if it has one), by which it is found in a
+    /// statement of the same text that the parser built anew ([`KeptNode::find_in`]).
+    len: u32,
+    kind: u16,
     id: usize,
     statement: usize,
 }
@@ -60,8 +64,9 @@ impl KeptNode {
         let inside = statement.start_byte() <= node.start_byte() && node.end_byte() <= statement.end_byte();
         assert!(inside, "a node kept with a statement it does not lie in");
         let subtree = subtree_of(statement).unwrap_or(0);
+        let (len, kind) = (node.byte_range().len() as u32, node.kind_id());
         if node == statement {
-            return Self { bytes: 0, rows: 0, column: 0, alias: 0, id: 0, statement: subtree };
+            return Self { bytes: 0, rows: 0, column: 0, alias: 0, len, kind, id: 0, statement: subtree };
         }
         // A node's context is its start byte, row and column, then its alias.
         let origin = statement.into_raw().context;
@@ -73,9 +78,35 @@ impl KeptNode {
             rows,
             column,
             alias: raw.context[3],
+            len,
+            kind,
             id: raw.id as usize,
             statement: subtree,
         }
+    }
+
+    /// This node in `statement`, which has the kind and text of the statement it was kept from
+    /// but which the parser built anew (it was recalled without a [`Placer`]): the first node, in
+    /// the order a walk meets them, at its place with its length and kind, found from the
+    /// statement down through the nodes that hold it. `None` where there is none.
+    pub fn find_in<'a>(&self, statement: Node<'a>) -> Option<Node<'a>> {
+        let start = statement.start_byte() + self.bytes as usize;
+        let end = start + self.len as usize;
+        let mut cursor = statement.walk();
+        // More than one child holds an empty node at the end of another (an empty block after
+        // a colon): each is looked in, first to last.
+        let mut holding: SmallVec<[Node<'a>; 8]> = smallvec::smallvec![statement];
+        while let Some(node) = holding.pop() {
+            if node.start_byte() == start && node.end_byte() == end && node.kind_id() == self.kind {
+                return Some(node);
+            }
+            let first = holding.len();
+            holding.extend(
+                node.children(&mut cursor).filter(|child| child.start_byte() <= start && end <= child.end_byte()),
+            );
+            holding[first..].reverse();
+        }
+        None
     }
 }
 
@@ -551,7 +582,12 @@ mod tests {
                     reused.shared += 1;
                 }
                 Some((kept, None)) => {
-                    // Recalled by its text: the nodes kept lie where this statement's do.
+                    // Recalled by its text: the nodes kept lie where this statement's do, and each
+                    // is found in it as the very node.
+                    let placed: Vec<String> =
+                        kept.iter().map(|k| k.find_in(statement).map_or_else(|| "none".into(), describe)).collect();
+                    let want: Vec<String> = expected.iter().map(|n| describe(*n)).collect();
+                    assert_eq!(placed, want, "{name}: {}", &text[statement.byte_range()]);
                     let found: Vec<KeptNode> = expected.iter().map(|n| KeptNode::of(statement, *n)).collect();
                     let offsets = |nodes: &[KeptNode]| {
                         nodes.iter().map(|n| (n.bytes, n.rows, n.column, n.alias)).collect::<Vec<_>>()
