@@ -6,10 +6,10 @@
 //! [`CandidateCache`] per buffer and runs the queries only on top-level statements that the
 //! reparse did not share with the last lint's tree; the matches of the others are carried over
 //! (see [`crate::tree_reuse`]). A statement the reparse built anew with the same text is not
-//! queried again either: its kept matches are found in it by their places, kinds and lengths
-//! (a query would cost several times as much). That is exact because a match lies within one top-level statement and depends on
-//! nothing outside it: no rule's pattern is rooted at the module (a test checks every pattern),
-//! and predicates read only captured text.
+//! queried again either: its kept matches are found in it by their places, kinds and lengths (a
+//! query would cost several times as much). That is exact because a match lies within one
+//! top-level statement and depends on nothing outside it: no rule's pattern is rooted at the
+//! module (a test checks every pattern), and predicates read only captured text.
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex, OnceLock, PoisonError};
