@@ -810,13 +810,7 @@ def helper(model, batch, optimizer):
         let (mut document, cache, first) = crate::test_support::buffer_linted_once(text);
         assert!(first.iter().any(|d| d.code == "CUL202"), "{:?}", summary(&first));
         let before = empty_cache(&mut document);
-        cache.checks().statements.replace_all(|kept| CheckedStatement {
-            keys: Arc::clone(&kept.keys),
-            loops: kept.loops.clone(),
-            len: kept.len,
-            tail: kept.tail.clone(),
-            findings: crate::rules::RULES.iter().map(|rule| (*rule, KeptRule(None))).collect(),
-        });
+        cache.checks().statements.replace_all(|kept| without_findings(kept, kept.tail.clone()));
         let at = text.find("= 8").expect("the width") + 2;
         let second = crate::test_support::lint_buffer_after(&mut document, &cache, TextRange::new(at, at + 1), "16");
         assert_ne!(empty_cache(&mut document), before, "the reparse shared the statement");
@@ -874,6 +868,17 @@ def helper(model, batch, optimizer):
         assert!(kept_codes.iter().all(|code| codes.contains(code)), "{kept_codes:?} not found again: {codes:?}");
     }
 
+    /// `kept` as if its rules had found nothing and it filed no keys, with `tail` after it.
+    fn without_findings(kept: &CheckedStatement, tail: Box<str>) -> CheckedStatement {
+        CheckedStatement {
+            keys: Arc::from([]),
+            loops: kept.loops.clone(),
+            len: kept.len,
+            tail,
+            findings: crate::rules::RULES.iter().map(|rule| (*rule, KeptRule(None))).collect(),
+        }
+    }
+
     /// Lint `text` as a buffer, then have every statement "had" no findings, with `tail` after
     /// it, and lint again after an edit that touches none of them. Returns the codes of the
     /// first lint's findings that rules keep, and the second lint's findings.
@@ -897,14 +902,7 @@ def helper(model, batch, optimizer):
             .map(|d| d.code)
             .collect();
         assert!(!kept_codes.is_empty(), "the example has no finding of a rule that keeps its findings");
-        let no_findings = |kept: &CheckedStatement| CheckedStatement {
-            keys: Arc::from([]),
-            loops: kept.loops.clone(),
-            len: kept.len,
-            tail: tail(kept),
-            findings: crate::rules::RULES.iter().map(|rule| (*rule, KeptRule(None))).collect(),
-        };
-        cache.checks().statements.replace_all(no_findings);
+        cache.checks().statements.replace_all(|kept| without_findings(kept, tail(kept)));
         let (range, inserted) = edit(document.text());
         let second = crate::test_support::lint_buffer_after(&mut document, &cache, range, inserted);
         (kept_codes, second)

@@ -41,8 +41,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tree_sitter::{Node, Tree, ffi};
 
 /// A node inside a top-level statement, as a memory keeps it: its start relative to the
-/// statement's, its alias, its identity (0 for the statement itself, whose slot lies in the
-/// module's node and so differs between trees) and its statement's subtree.
+/// statement's, its alias, its length and kind, its identity (0 for the statement itself, whose
+/// slot lies in the module's node and so differs between trees) and its statement's subtree.
 #[derive(Clone, Copy, Debug)]
 pub struct KeptNode {
     bytes: u32,
