@@ -672,7 +672,7 @@ mod tests {
         let scripts = ["train_resnet.py", "finetune_llm_ddp.py", "gan_legacy_amp.py"]
             .map(|name| (name, example(name).expect("example")))
             .into_iter()
-            .chain([("a script at module level", MODULE_LEVEL.to_owned())]);
+            .chain([("a script at module level", crate::test_support::MODULE_LEVEL.to_owned())]);
         for (name, text) in scripts {
             let mut document = Document::new(&text, 1);
             let cache = StatementCache::default();
@@ -697,41 +697,6 @@ mod tests {
             assert_eq!(document.text(), text);
         }
     }
-
-    /// A training run written at module level: nearly every statement starts with a name, and
-    /// every reparse builds those anew (see [`crate::tree_reuse::StatementMemory`]).
-    const MODULE_LEVEL: &str = r#"import os
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
-
-os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
-device = torch.device("cuda")
-width = 256
-model = nn.Sequential(nn.Linear(width, width), nn.ReLU(), nn.Linear(width, 10)).to(device)
-optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-scaler = torch.cuda.amp.GradScaler()
-targets = torch.randint(0, 10, (32,), device=device)
-inputs = torch.randn(32, width, device=device)
-logits = model(inputs)
-loss = F.cross_entropy(logits, targets)
-loss.backward()
-optimizer.step()
-optimizer.zero_grad()
-torch.cuda.empty_cache()
-del logits, loss
-history = []
-for step in range(100):
-    batch = torch.randn(32, width, device=device)
-    loss = F.cross_entropy(model(batch), targets)
-    loss.backward()
-    optimizer.step()
-    history.append(loss)
-model.eval()
-scores = model(inputs)
-print(scores.argmax(-1).float().mean().item())
-torch.save(model.state_dict(), "model.pt")
-"#;
 
     /// What an editor makes of a lint (its publish) is made of the diagnostics the lint returns:
     /// suppressed, sorted and deduplicated, on the thread beside once the buffer has had rules.

@@ -7,6 +7,41 @@ use crate::document::Document;
 use crate::lint::{LintContext, LintSettings, StatementCache, lint_again};
 use crate::text::TextRange;
 
+/// A training run written at module level: nearly every statement starts with a name, and
+/// every reparse builds those anew (see [`crate::tree_reuse::StatementMemory`]).
+pub const MODULE_LEVEL: &str = r#"import os
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
+device = torch.device("cuda")
+width = 256
+model = nn.Sequential(nn.Linear(width, width), nn.ReLU(), nn.Linear(width, 10)).to(device)
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+scaler = torch.cuda.amp.GradScaler()
+targets = torch.randint(0, 10, (32,), device=device)
+inputs = torch.randn(32, width, device=device)
+logits = model(inputs)
+loss = F.cross_entropy(logits, targets)
+loss.backward()
+optimizer.step()
+optimizer.zero_grad()
+torch.cuda.empty_cache()
+del logits, loss
+history = []
+for step in range(100):
+    batch = torch.randn(32, width, device=device)
+    loss = F.cross_entropy(model(batch), targets)
+    loss.backward()
+    optimizer.step()
+    history.append(loss)
+model.eval()
+scores = model(inputs)
+print(scores.argmax(-1).float().mean().item())
+torch.save(model.state_dict(), "model.pt")
+"#;
+
 /// A buffer as the language server holds one that is being edited: its first lint parsed it and
 /// settled the tree ([`Document::settled_tree`]), so the next reparse shares its statements.
 pub fn edited_buffer(text: &str) -> Document {

@@ -86,28 +86,45 @@ impl KeptNode {
     }
 
     /// This node in `statement`, which has the kind and text of the statement it was kept from
-    /// but which the parser built anew (it was recalled without a [`Placer`]): the first node, in
-    /// the order a walk meets them, at its place with its length and kind, found from the
-    /// statement down through the nodes that hold it. `None` where there is none.
+    /// but which the parser built anew (it was recalled without a [`Placer`]), found at its place
+    /// with its length and kind ([`find_at`]).
     pub fn find_in<'a>(&self, statement: Node<'a>) -> Option<Node<'a>> {
         let start = statement.start_byte() + self.bytes as usize;
-        let end = start + self.len as usize;
-        let mut cursor = statement.walk();
-        // More than one child holds an empty node at the end of another (an empty block after
-        // a colon): each is looked in, first to last.
-        let mut holding: SmallVec<[Node<'a>; 8]> = smallvec::smallvec![statement];
-        while let Some(node) = holding.pop() {
-            if node.start_byte() == start && node.end_byte() == end && node.kind_id() == self.kind {
-                return Some(node);
-            }
-            let first = holding.len();
-            holding.extend(
-                node.children(&mut cursor).filter(|child| child.start_byte() <= start && end <= child.end_byte()),
-            );
-            holding[first..].reverse();
-        }
-        None
+        find_at(statement, start..start + self.len as usize, self.kind)
     }
+}
+
+/// The node of `statement` that spans `range` and has the kind `kind` (its alias, if it has
+/// one): the first, in the order a walk meets them, found from the statement down through the
+/// nodes that hold the range. `None` where there is none.
+pub fn find_at(statement: Node<'_>, range: std::ops::Range<usize>, kind: u16) -> Option<Node<'_>> {
+    let (start, end) = (range.start, range.end);
+    // Most often the smallest node that spans the range is the one: tree-sitter's own descent
+    // finds it at a fraction of the cost of going through each level's children with a cursor.
+    // A node of Python's grammar never has a child of its own kind with its own range, so the
+    // smallest is also the first of that kind. An empty node, or one that holds a single child
+    // with its range (a call as an expression statement), is looked for through the children.
+    if let Some(smallest) = statement.descendant_for_byte_range(start, end)
+        && smallest.start_byte() == start
+        && smallest.end_byte() == end
+        && smallest.kind_id() == kind
+    {
+        return Some(smallest);
+    }
+    let mut cursor = statement.walk();
+    // More than one child holds an empty node at the end of another (an empty block after a
+    // colon): each is looked in, first to last.
+    let mut holding: SmallVec<[Node<'_>; 8]> = smallvec::smallvec![statement];
+    while let Some(node) = holding.pop() {
+        if node.start_byte() == start && node.end_byte() == end && node.kind_id() == kind {
+            return Some(node);
+        }
+        let first = holding.len();
+        holding
+            .extend(node.children(&mut cursor).filter(|child| child.start_byte() <= start && end <= child.end_byte()));
+        holding[first..].reverse();
+    }
+    None
 }
 
 /// Places kept nodes of one statement in a tree that shares the statement's subtree. Plain data
@@ -211,11 +228,24 @@ struct Entry<T> {
 /// The key a statement is recalled by when the parser built it anew: its kind and text, hashed
 /// with a fixed seed (the text's length is part of what is hashed). Never zero, so that an entry
 /// without one takes no room for it.
-type TextKey = NonZeroU64;
+pub type TextKey = NonZeroU64;
 
 fn text_key(statement: Node<'_>, text: &str) -> TextKey {
     let hash = foldhash::quality::FixedState::with_seed(0x7374_6174_656d_656e).hash_one((statement.kind_id(), text));
     TextKey::MIN | hash
+}
+
+/// The key `statement` of `text`, which follows `previous`, is recalled by when the parser
+/// builds it anew: `None` when it or the statement before it has a syntax error.
+///
+/// The same text makes the same statement where the parser comes to it in its usual state,
+/// after a whole statement. After a syntax error it may come to it in another: `main()` after a
+/// broken `if` header was a bare call at the top level, where the same text had been an
+/// expression statement. So a statement is found by its text only when neither it nor the
+/// statement before it has an error, in the tree it was kept from and in the new one.
+pub fn recall_key(statement: Node<'_>, previous: Option<Node<'_>>, text: &str) -> Option<TextKey> {
+    let broken = statement.has_error() || previous.is_some_and(|previous| previous.has_error());
+    (!broken).then(|| text_key(statement, &text[statement.byte_range()]))
 }
 
 impl<T> Default for Retired<T> {
@@ -304,14 +334,8 @@ impl<T> StatementMemory<T> {
 pub struct Recall<'m, 'a, T> {
     memory: Memory<T>,
     seen: HashMap<usize, Entry<T>>,
-    /// The subtrees of the memory's statements by their kind and text, made when a statement is
-    /// first missed: the entries a statement built anew may be recalled from.
-    ///
-    /// The same text makes the same statement where the parser comes to it in its usual state,
-    /// after a whole statement. After a syntax error it may come to it in another: `main()` after
-    /// a broken `if` header was a bare call at the top level, where the same text had been an
-    /// expression statement. So a statement is found by its text only when neither it nor the
-    /// statement before it has an error, in the tree it was kept from and in this one.
+    /// The subtrees of the memory's statements by their kind and text ([`recall_key`]), made
+    /// when a statement is first missed: the entries a statement built anew may be recalled from.
     by_text: Option<HashMap<TextKey, SmallVec<[usize; 1]>>>,
     /// How many statements were looked for by their text so far.
     searched: usize,
@@ -355,10 +379,7 @@ impl<'a, T> Recall<'_, 'a, T> {
         subtree: usize,
         previous: Option<Node<'a>>,
     ) -> Option<(Arc<T>, Option<Placer<'a>>)> {
-        if statement.has_error() || previous.is_some_and(|previous| previous.has_error()) {
-            return None;
-        }
-        let text = text_key(statement, &self.text[statement.byte_range()]);
+        let text = recall_key(statement, previous, self.text)?;
         let Some(entry) = self.take_by_text(text) else {
             // For `keep` to file the statement under.
             self.missed.insert(subtree, text);
