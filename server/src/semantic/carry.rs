@@ -30,7 +30,7 @@ use foldhash::{HashMap, HashMapExt};
 use tree_sitter::{Node, Tree, ffi};
 
 use super::source_order::{InSourceOrder, insert_column, start_of};
-use super::walk::Walked;
+use super::walk::{StatementNotes, Walked};
 use crate::grammar_ids;
 use crate::tree_reuse::{self, TextKey, recall_key, subtree_of};
 
@@ -54,9 +54,9 @@ struct CarriedStatement {
     start: usize,
     row: u32,
     column: u32,
-    names_cuda: bool,
-    /// What it is paired by with a statement the reparse built anew ([`recall_key`]).
-    text: Option<TextKey>,
+    /// Whether it names CUDA, and the key it is paired by with a statement the reparse built
+    /// anew.
+    notes: StatementNotes,
 }
 
 /// How far a carried statement moved, in bytes and rows.
@@ -143,24 +143,21 @@ impl BuiltAnew {
 }
 
 impl Carried {
-    /// Keep what a lint's walk noted in `statements` of `tree`, whose text is `text`, for the
-    /// next lint; `cuda` tells whether each statement names CUDA.
-    pub fn keep<'a>(walked: Walked<'a>, tree: &'a Tree, text: &str, statements: &[Node<'a>], cuda: &[bool]) -> Self {
+    /// Keep what a lint's walk noted in `statements` of `tree` for the next lint, with `notes`
+    /// on each statement.
+    pub fn keep<'a>(walked: Walked<'a>, tree: &'a Tree, statements: &[Node<'a>], notes: Vec<StatementNotes>) -> Self {
         let statements = statements
             .iter()
-            .enumerate()
-            .zip(cuda)
-            .map(|((index, statement), names_cuda)| {
+            .zip(notes)
+            .map(|(statement, notes)| {
                 let raw = statement.into_raw();
-                let previous = index.checked_sub(1).map(|previous| statements[previous]);
                 CarriedStatement {
                     subtree: subtree_of(*statement),
                     id: raw.id as usize,
                     start: raw.context[0] as usize,
                     row: raw.context[1],
                     column: raw.context[2],
-                    names_cuda: *names_cuda,
-                    text: recall_key(*statement, previous, text),
+                    notes,
                 }
             })
             .collect();
@@ -190,7 +187,9 @@ impl Carried {
             let after = last_new.map_or(0, |last| last + 1);
             let found = match shared[index] {
                 Some(new_index) => Some((new_index, false)),
-                None => old.text.and_then(|key| built_anew.take(key, after..next_shared[index])).map(|at| (at, true)),
+                None => {
+                    old.notes.text.and_then(|key| built_anew.take(key, after..next_shared[index])).map(|at| (at, true))
+                }
             };
             let how = match found {
                 Some((new_index, by_text)) => {
@@ -263,9 +262,9 @@ impl Carried {
             .collect()
     }
 
-    /// Whether the carried statement `index` names CUDA.
-    pub fn names_cuda(&self, index: usize) -> bool {
-        self.statements[index].names_cuda
+    /// What was noted of the carried statement `index`.
+    pub fn notes(&self, index: usize) -> StatementNotes {
+        self.statements[index].notes
     }
 
     /// The carried notes moved into the plan's tree, with `fresh`, the walk of the statements not

@@ -51,9 +51,9 @@ pub struct Model<'a> {
     /// What the walk noted: calls, loops, definitions, assignments and imports, and indices of
     /// them by name.
     walked: walk::Walked<'a>,
-    /// Whether each top-level statement names CUDA (same index), when the walk was made for a
+    /// What the walk noted of each top-level statement (same index), when it was made for a
     /// [`WalkCache`] to keep.
-    statements_naming_cuda: Vec<bool>,
+    statement_notes: Vec<walk::StatementNotes>,
     /// The file names CUDA in code (strings, attributes, names), not only in comments, or NCCL,
     /// which runs only on CUDA devices (`init_process_group("nccl")` with `.to(rank)`).
     pub mentions_cuda: bool,
@@ -123,7 +123,7 @@ impl<'a> Model<'a> {
             imports: Imports::default(),
             top_level: InSourceOrder::default(),
             walked: walk::Walked::default(),
-            statements_naming_cuda: Vec::new(),
+            statement_notes: Vec::new(),
             mentions_cuda: false,
             loops: OnceLock::new(),
             functions_stepping_outside_loops: OnceLock::new(),

@@ -16,6 +16,7 @@ use super::carry::Carried;
 use super::source_order::InSourceOrder;
 use super::{Model, ast, names_cuda};
 use crate::grammar_ids::{self, FieldChild};
+use crate::tree_reuse::{TextKey, recall_key};
 
 /// What the walks of a buffer's last lint noted, for the next.
 #[derive(Default)]
@@ -31,20 +32,29 @@ impl WalkCache {
 
     /// Keep what `model`'s walk noted for the next lint of the buffer.
     pub fn keep(&self, model: Model<'_>) {
-        let Some(FinishedWalk { walked, tree, text, statements, cuda }) = model.into_walked() else { return };
-        let carried = Carried::keep(walked, tree, text, &statements, &cuda);
+        let Some(FinishedWalk { walked, tree, statements, notes }) = model.into_walked() else { return };
+        let carried = Carried::keep(walked, tree, &statements, notes);
         *self.carried.lock().unwrap_or_else(PoisonError::into_inner) = Some(carried);
     }
 }
 
-/// A lint's walk as a [`WalkCache`] keeps it: what it noted, in which tree and text, the
-/// top-level statements and whether each names CUDA (same index).
+/// A lint's walk as a [`WalkCache`] keeps it: what it noted, in which tree, the top-level
+/// statements and what was noted of each (same index).
 struct FinishedWalk<'a> {
     walked: Walked<'a>,
     tree: &'a Tree,
-    text: &'a str,
     statements: InSourceOrder<'a>,
-    cuda: Vec<bool>,
+    notes: Vec<StatementNotes>,
+}
+
+/// What a [`WalkCache`] keeps of a top-level statement beside the walk's lists.
+#[derive(Clone, Copy)]
+pub(super) struct StatementNotes {
+    /// It names CUDA.
+    pub names_cuda: bool,
+    /// The key it is paired by when the next reparse builds it anew ([`recall_key`]): read when
+    /// the statement is walked, and carried with it after that, as its text is.
+    pub text: Option<TextKey>,
 }
 
 /// What the walk notes: the model's lists and name indices.
@@ -135,13 +145,13 @@ impl<'a> Model<'a> {
         let carried = cache.carried.lock().unwrap_or_else(PoisonError::into_inner).take();
         let planned =
             carried.and_then(|carried| carried.plan(self.tree, self.text, statements).map(|plan| (carried, plan)));
-        let mut cuda = Vec::with_capacity(statements.len());
+        let mut notes = Vec::with_capacity(statements.len());
         match planned {
             Some((carried, plan)) => {
-                for (index, statement) in statements.iter().enumerate() {
-                    cuda.push(match plan.carried_from(index) {
-                        Some(from) => carried.names_cuda(from),
-                        None => self.walk_subtree(*statement),
+                for index in 0..statements.len() {
+                    notes.push(match plan.carried_from(index) {
+                        Some(from) => carried.notes(from),
+                        None => self.walk_statement(statements, index),
                     });
                 }
                 let fresh = std::mem::take(&mut self.walked);
@@ -151,16 +161,23 @@ impl<'a> Model<'a> {
                         // A statement paired by its text did not lay out its nodes as the
                         // carried one did: the parse guarded against is not the only one.
                         debug_assert!(false, "a statement built anew with the same text differs");
-                        cuda.clear();
-                        cuda.extend(statements.iter().map(|statement| self.walk_subtree(*statement)));
+                        notes.clear();
+                        notes.extend((0..statements.len()).map(|index| self.walk_statement(statements, index)));
                     }
                 }
             }
-            None => cuda.extend(statements.iter().map(|statement| self.walk_subtree(*statement))),
+            None => notes.extend((0..statements.len()).map(|index| self.walk_statement(statements, index))),
         }
-        self.mentions_cuda = cuda.contains(&true);
-        self.statements_naming_cuda = cuda;
+        self.mentions_cuda = notes.iter().any(|notes| notes.names_cuda);
+        self.statement_notes = notes;
         self.read_imports();
+    }
+
+    /// Walk the top-level statement `index` of `statements`.
+    fn walk_statement(&mut self, statements: &[Node<'a>], index: usize) -> StatementNotes {
+        let statement = statements[index];
+        let previous = index.checked_sub(1).map(|previous| statements[previous]);
+        StatementNotes { names_cuda: self.walk_subtree(statement), text: recall_key(statement, previous, self.text) }
     }
 
     /// The model's imports, read from the import statements the walk noted.
@@ -171,14 +188,13 @@ impl<'a> Model<'a> {
     }
 
     /// What the walk noted, with what a [`WalkCache`] keeps beside it; `None` for a model walked
-    /// without a cache, which did not note whether each statement names CUDA.
+    /// without a cache, which took no notes per statement.
     fn into_walked(self) -> Option<FinishedWalk<'a>> {
-        (self.statements_naming_cuda.len() == self.top_level.len()).then(|| FinishedWalk {
+        (self.statement_notes.len() == self.top_level.len()).then(|| FinishedWalk {
             statements: self.top_level,
             walked: self.walked,
             tree: self.tree,
-            text: self.text,
-            cuda: self.statements_naming_cuda,
+            notes: self.statement_notes,
         })
     }
 
