@@ -93,8 +93,8 @@ struct Run<'a> {
 /// How the last lint's statements map onto this lint's.
 pub(super) struct Plan<'a> {
     /// Runs of carried statements, in order, covering the whole of the last text: an edit makes
-    /// three (before it, the statements it changed, after it), with a few more where the reparse
-    /// rebuilt a statement it need not have.
+    /// three (before it, the statements it changed, after it), and one more for each statement
+    /// the reparse built anew with the same text.
     runs: Vec<Run<'a>>,
     /// The new node of each carried statement's node, by the old node's identity.
     statements: HashMap<usize, Node<'a>>,
@@ -374,7 +374,6 @@ impl<'p, 'a> Mover<'p, 'a> {
     /// same text, `shift` further on: the node of `statement` at its place with its length and
     /// kind. Where there is none, the mover notes it lost and gives back `node` as it was, which
     /// nothing may read.
-    #[cold]
     fn find(&mut self, node: Node<'a>, shift: Shift, statement: Node<'a>) -> Node<'a> {
         let mut raw = node.into_raw();
         raw.tree = self.carried_tree;
