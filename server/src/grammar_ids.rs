@@ -61,6 +61,7 @@ kind_sets! {
     WITH = ["with_statement"];
     COMMENT = ["comment"];
     STRING = ["string"];
+    STRING_CONTENT = ["string_content"];
 }
 
 /// Words the lexer may take for a keyword rather than a name, where the grammar allows one:

@@ -788,7 +788,57 @@ mod tests {
         assert!(statements > 500, "only {statements} statements were checked");
     }
 
-    fn assert_same(document: &mut Document, cache: &StatementCache, settings: &LintSettings, name: &str) {
+    /// Typing inside the strings of the examples and of a script at module level, which needs no
+    /// reparse (see [`crate::reparse_span`]): the cached lint reports what a fresh lint does after
+    /// every keystroke, the findings that the strings' text decides included (the allocator's
+    /// settings, the device).
+    #[test]
+    fn a_cached_lint_follows_keystrokes_inside_strings() {
+        let settings = LintSettings::default();
+        let example =
+            |name: &str| std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples").join(name));
+        let scripts = ["train_resnet.py", "serve_and_env.py"]
+            .map(|name| (name, example(name).expect("example")))
+            .into_iter()
+            .chain([("a script at module level", crate::test_support::MODULE_LEVEL.to_owned())]);
+        let string_content = crate::parse::python().id_for_node_kind("string_content", true);
+        let (mut unreparsed, mut changed_findings) = (0, 0);
+        for (name, text) in scripts {
+            let mut document = Document::new(&text, 1);
+            let cache = StatementCache::default();
+            let mut findings = assert_same(&mut document, &cache, &settings, name);
+            let contents: Vec<usize> = crate::parse::layout(document.tree())
+                .into_iter()
+                .filter(|(kind, bytes, ..)| *kind == string_content && bytes.len() > 1)
+                .map(|(_, bytes, ..)| bytes.end)
+                .collect();
+            // From the last string to the first, so that each place is still where it was.
+            for &end in contents.iter().rev() {
+                for (at, typed) in [(end, "x"), (end + 1, "y")] {
+                    document.edit_text(TextRange::empty(at), typed);
+                    unreparsed += usize::from(!document.needs_reparse());
+                    document.reparse();
+                    let now = assert_same(&mut document, &cache, &settings, name);
+                    // Findings move with the text after them; those that change are counted.
+                    changed_findings += usize::from(now.len() != findings.len());
+                    findings = now;
+                }
+                document.edit(TextRange::new(end, end + 2), "");
+                findings = assert_same(&mut document, &cache, &settings, name);
+            }
+            assert_eq!(document.text(), text);
+        }
+        assert!(unreparsed > 30, "{unreparsed} keystrokes in strings were not reparsed");
+        assert!(changed_findings > 0, "no keystroke in a string changed the findings");
+    }
+
+    /// The cached lint of `document` is the fresh one, which is returned, summed up.
+    fn assert_same(
+        document: &mut Document,
+        cache: &StatementCache,
+        settings: &LintSettings,
+        name: &str,
+    ) -> Vec<String> {
         let text = document.shared_text();
         let tree = document.tree().clone();
         let summary = |d: Vec<crate::diagnostic::Diagnostic>| -> Vec<String> {
@@ -801,5 +851,6 @@ mod tests {
         let cached = summary(lint_again(&text, &tree, LintContext::default(), settings, cache));
         cache.sweep();
         assert_eq!(cached, fresh, "{name} after typing:\n{text}");
+        fresh
     }
 }

@@ -53,13 +53,19 @@
 //!   keyword before or after. The lexer takes the same tokens, the name's one longer or shorter.
 //!   An insertion before the name's first character is told through that character, or it
 //!   would go to the space before the name.
+//! - An edit inside a string's text that types and deletes no character the string's scanner
+//!   stops at (a quote, a backslash, a brace, a line break), in a string with no backslash, and
+//!   that joins no two quotes (three in a row end a triple-quoted string). The scanner takes the
+//!   same one run of text, longer or shorter. Told as it is, an insertion at the text's end goes
+//!   to the text, the first token that touches it; one at its start would go to the opening
+//!   quote, and is reparsed.
 //!
 //! Either way the span a reparse would have been told is told to the next reparse: the tokens
 //! around the edit are then lexed anew, as if the keystroke had been reparsed.
 
 use tree_sitter::{Node, Tree};
 
-use crate::grammar_ids::{COMMENT, IDENTIFIER, KEYWORDS, STRING};
+use crate::grammar_ids::{COMMENT, IDENTIFIER, KEYWORDS, STRING, STRING_CONTENT};
 use crate::prefilter::{is_ascii_name_byte, starts_like_a_name};
 use crate::text::{TextRange, line_start, starts_a_line};
 
@@ -118,7 +124,7 @@ pub fn told_without_reparse(text: &str, tree: &Tree, range: TextRange, inserted:
     if tree.root_node().has_error() {
         return None;
     }
-    if inside_a_comment(text, tree, range, inserted) {
+    if inside_a_comment(text, tree, range, inserted) || inside_a_string(text, tree, range, inserted) {
         return Some(range);
     }
     blank_at_a_line_end(text, tree, range, inserted).or_else(|| inside_a_name(text, tree, range, inserted))
@@ -183,6 +189,30 @@ fn inside_a_comment(text: &str, tree: &Tree, range: TextRange, inserted: &str) -
     // holds the edit after its `#`, the insertion at its very end included.
     root.descendant_for_byte_range(range.start - 1, range.end)
         .is_some_and(|node| COMMENT.contains(node) && node.start_byte() < range.start && range.end <= node.end_byte())
+}
+
+/// Whether replacing `range` of `text` by `inserted` changes nothing but the text of one string
+/// of `tree` (see the module's documentation): the edit lies inside the string's text, after its
+/// first character; neither side of it holds a quote, a backslash, a brace, a line break, a form
+/// feed or a NUL; the text holds no backslash (no escape sequence starts, ends or changes around
+/// the edit); and a deletion leaves no quote next to a quote.
+fn inside_a_string(text: &str, tree: &Tree, range: TextRange, inserted: &str) -> bool {
+    let stops_the_scanner =
+        |s: &str| s.bytes().any(|b| matches!(b, b'"' | b'\'' | b'\\' | b'{' | b'}' | b'\n' | b'\r' | b'\x0c' | b'\0'));
+    if range.start == 0 || stops_the_scanner(inserted) || stops_the_scanner(&text[range.start..range.end]) {
+        return false;
+    }
+    let is_quote = |byte: Option<&u8>| matches!(byte, Some(b'"' | b'\''));
+    let bytes = text.as_bytes();
+    if inserted.is_empty() && is_quote(bytes.get(range.start - 1)) && is_quote(bytes.get(range.end)) {
+        return false;
+    }
+    tree.root_node().descendant_for_byte_range(range.start - 1, range.end).is_some_and(|node| {
+        STRING_CONTENT.contains(node)
+            && node.start_byte() < range.start
+            && range.end <= node.end_byte()
+            && !text[node.byte_range()].contains('\\')
+    })
 }
 
 /// The last of the top-level statements from `first` on that each have a syntax error or do not
@@ -519,7 +549,8 @@ def score_{n}(model, x):
     /// Spaces and tabs typed and deleted at every place of a script whose lines end in many ways:
     /// the tree is a fresh parse's tree node for node. At the end of a line of code (spaces there
     /// already, a function's header, inside brackets, a tab-indented block with CRLF ends) that
-    /// takes no reparse. After a backslash, inside a string that runs on, after an f-string's `}`
+    /// takes no reparse, nor inside a string that runs on (its text grows: see
+    /// `typing_inside_a_string_needs_no_reparse`). After a backslash, after an f-string's `}`
     /// inside one, on a blank line or before a line's first token, at the end of the input and
     /// in a tree with a syntax error it does.
     #[test]
@@ -548,10 +579,11 @@ def score_{n}(model, x):
                 })
                 .collect::<Vec<_>>()
         };
-        for after in ["import torch", "import torch ", "def f(x,", "y):", "@torch.no_grad()", "return 1", "2]"] {
+        let ends_of_lines = ["import torch", "import torch ", "def f(x,", "y):", "@torch.no_grad()", "return 1", "2]"];
+        for after in ends_of_lines.into_iter().chain(["\"\"\"a", "b "]) {
             assert!(unreparsed(after, text).iter().all(|&u| u), "after {after:?}");
         }
-        for after in ["x + \\", "\"\"\"a", "b ", "{z}", "y = 3", "class A:\r\n", "import torch  \n"] {
+        for after in ["x + \\", "{z}", "y = 3", "class A:\r\n", "import torch  \n"] {
             assert!(unreparsed(after, text).iter().all(|&u| !u), "after {after:?}");
         }
         let broken = text.replace("2]", "2");
@@ -618,32 +650,110 @@ def score_{n}(model, x):
     #[test]
     fn typing_inside_a_comment_needs_no_reparse() {
         let text = "import torch\n\ndef f(x):\n    y = x  # 显存 😀\n    # own line \\\n    return y\n# last\r\n\nclass A:\n    pass  # end of input";
-        let comment = crate::parse::python().id_for_node_kind("comment", true);
-        let comments: Vec<TextRange> = crate::parse::layout(&parse(text, None))
-            .into_iter()
-            .filter(|(kind, ..)| *kind == comment)
-            .map(|(_, bytes, ..)| TextRange::new(bytes.start, bytes.end))
-            .collect();
+        let comments = nodes_of_kind(text, "comment");
         assert_eq!(comments.len(), 4);
         let unreparsed = ["x", " ", "#", "\\", "\"", "'", ")", ":", "\t", "é", "😀", "\u{2028}", "\u{85}"];
         let reparsed = ["\n", "\r", "\x0c", "\0", "a\nb"];
+        let typed: Vec<&str> = unreparsed.iter().chain(&reparsed).copied().collect();
         for comment in comments {
-            for at in (comment.start..=comment.end).filter(|&at| text.is_char_boundary(at)) {
-                let next_char = text[at..].chars().next().map_or(0, char::len_utf8);
-                let deleting = (at < comment.end).then(|| (TextRange::new(at, at + next_char), ""));
-                let typing = unreparsed.iter().chain(&reparsed).map(|typed| (TextRange::empty(at), *typed));
-                for (range, inserted) in typing.chain(deleting) {
-                    let mut document = Document::new(text, 1);
-                    document.edit_text(range, inserted);
-                    // The comment's text holds the `\r` of its line's CRLF: taking it out is reparsed.
-                    let removed = &text[range.start..range.end];
-                    let inside = range.start > comment.start && !reparsed.contains(&inserted) && removed != "\r";
-                    assert_eq!(document.needs_reparse(), !inside, "{range:?} {inserted:?}");
-                    let fresh = parse(document.text(), None);
-                    assert_same_layout(document.tree(), &fresh, &format!("{range:?} {inserted:?}"));
-                }
+            for (range, inserted) in edits_in(text, comment, &typed) {
+                let needs_reparse = needs_reparse_to_a_fresh_parse(text, range, inserted);
+                // The comment's text holds the `\r` of its line's CRLF: taking it out is reparsed.
+                let removed = &text[range.start..range.end];
+                let inside = range.start > comment.start && !reparsed.contains(&inserted) && removed != "\r";
+                assert_eq!(needs_reparse, !inside, "{range:?} {inserted:?}");
             }
         }
+    }
+
+    /// The nodes of `text`'s tree that are of the named kind `kind`.
+    fn nodes_of_kind(text: &str, kind: &str) -> Vec<TextRange> {
+        let kind = crate::parse::python().id_for_node_kind(kind, true);
+        crate::parse::layout(&parse(text, None))
+            .into_iter()
+            .filter(|(of_kind, ..)| *of_kind == kind)
+            .map(|(_, bytes, ..)| TextRange::new(bytes.start, bytes.end))
+            .collect()
+    }
+
+    /// At every place of `within` in `text`, its end included: each of `typed` typed, and the
+    /// character there deleted.
+    fn edits_in<'t>(text: &str, within: TextRange, typed: &[&'t str]) -> Vec<(TextRange, &'t str)> {
+        let mut edits = Vec::new();
+        for at in (within.start..=within.end).filter(|&at| text.is_char_boundary(at)) {
+            edits.extend(typed.iter().map(|typed| (TextRange::empty(at), *typed)));
+            if at < within.end {
+                let next_char = text[at..].chars().next().map_or(0, char::len_utf8);
+                edits.push((TextRange::new(at, at + next_char), ""));
+            }
+        }
+        edits
+    }
+
+    /// Whether replacing `range` of `text` with `inserted`, as a buffer edits it, needs a
+    /// reparse; the tree, reparsed where it needs one, is checked against a fresh parse's.
+    fn needs_reparse_to_a_fresh_parse(text: &str, range: TextRange, inserted: &str) -> bool {
+        let mut document = Document::new(text, 1);
+        document.edit_text(range, inserted);
+        let needs_reparse = document.needs_reparse();
+        let fresh = parse(document.text(), None);
+        assert_same_layout(document.tree(), &fresh, &format!("{range:?} {inserted:?}"));
+        needs_reparse
+    }
+
+    /// Typing and deleting inside a string's text, at every place of every string of a script
+    /// (both quotes, triple quotes with quotes and a line inside, an f-string, raw and bytes
+    /// strings, an escape, a backslash that is none and half an escape, non-ASCII text): the tree
+    /// is a fresh parse's tree node for node.
+    /// Plain characters typed inside the text or at its end, and deletions that join no quotes,
+    /// are not reparsed; quotes, backslashes, braces and line breaks typed are, and so is every
+    /// edit of a string with an escape and a deletion that joins two quotes.
+    #[test]
+    fn typing_inside_a_string_needs_no_reparse() {
+        let text = r#"import torch
+
+device = "cuda:0"
+name = 'it"s'
+doc = """a "quoted" word
+next ""line"" end"""
+tail = """a""x"""
+path = f"{device}/runs/{name}.pt"
+raw = r'C:/x' + b"bytes"
+esc = "tab\there"
+digits = "\d+"
+half = "\x4"
+msg = "显存 😀 ok"
+empty = ""
+"#;
+        let contents = nodes_of_kind(text, "string_content");
+        assert_eq!(contents.len(), 12);
+        // `n` typed after the backslash of `\d`, or `1` after the `\x4` of an escape being typed,
+        // makes an escape.
+        let plain = ["x", "n", "1", " ", "é", "😀", "/", "#", ":"];
+        let stopping = ["\"", "'", "\\", "{", "}", "\n"];
+        let typed: Vec<&str> = plain.iter().chain(&stopping).copied().collect();
+        let mut unreparsed = 0;
+        for content in contents {
+            for (range, inserted) in edits_in(text, content, &typed) {
+                let needs_reparse = needs_reparse_to_a_fresh_parse(text, range, inserted);
+                unreparsed += usize::from(!needs_reparse);
+                assert!(needs_reparse || !stopping.contains(&inserted), "{range:?} {inserted:?}");
+            }
+        }
+        assert!(unreparsed > 200, "{unreparsed} edits of strings not reparsed");
+        let reparsed = |range: TextRange, inserted: &str| {
+            let mut document = Document::new(text, 1);
+            document.edit_text(range, inserted);
+            document.needs_reparse()
+        };
+        let at = |place: &str| text.find(place).expect("the script holds the place") + place.len();
+        for place in ["\"cuda", "\"cuda:0", "/runs", "r'C:", "显存 "] {
+            assert!(!reparsed(TextRange::empty(at(place)), "x"), "typing after {place:?}");
+        }
+        assert!(!reparsed(TextRange::new(at("\"cud"), at("\"cuda")), ""), "deleting inside a string");
+        assert!(reparsed(TextRange::empty(at("\"")), "x"), "typing before a string's first character");
+        assert!(reparsed(TextRange::empty(at("\"tab")), "x"), "typing in a string with an escape");
+        assert!(reparsed(TextRange::new(at("a\"\""), at("a\"\"x")), ""), "deleting what parts two quotes");
     }
 
     /// A comment typed a character at a time: at the end of a block's last line before a dedent,
