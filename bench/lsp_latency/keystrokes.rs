@@ -5,13 +5,15 @@
 //!
 //! Usage:
 //!   python3 bench/lsp_latency/corpus.py 10000 > /tmp/train.py   # or --module-level, for a script without functions
-//!   cargo run --release --example keystrokes -- /tmp/train.py [--edits N] [--idle MS] [--anywhere | --in-names] [--verify] [--slowest N]
+//!   cargo run --release --example keystrokes -- /tmp/train.py [--edits N] [--idle MS] [--anywhere | --in-names | --in-strings] [--verify] [--slowest N]
 //!   cargo run --release --example keystrokes -- /tmp/train.py --sweep STEP
 //!
 //! `--anywhere` types where `bench.py --anywhere` does: at the end of any line outside strings and
 //! comments, not only in training loops. `--in-names` types `_tmp2` at the end of the name that
 //! starts a training loop's line (`loss` becomes `loss_tmp2` a character at a time, and back), the
-//! commonest keystroke of real typing, which `bench.py` does not make. `--slowest N` lists the N slowest keystrokes: where they
+//! commonest keystroke of real typing, which `bench.py` does not make. `--in-strings` types `_tmp2`
+//! after the first word of a string's text (`"step` in `print(f"step {step} ...")`), in lines with
+//! no backslash or comment. `--slowest N` lists the N slowest keystrokes: where they
 //! typed what, and each phase's time. `--verify` also lints each keystroke's text from scratch and stops at the first difference
 //! from the incremental lint. `--idle MS` sleeps that long before each keystroke, as the server
 //! waits while its client decodes a publish and types the next key: back to back, a keystroke
@@ -54,6 +56,19 @@ enum Place {
     AnyLineEnds,
     /// At the end of the name that starts a training loop's line (`--in-names`).
     LoopLineNames,
+    /// After the first word of a string's text (`--in-strings`).
+    StringWords,
+}
+
+/// Where `--in-strings` types in `line`: after the first word of the text of its first string
+/// that starts with a letter; `None` in a line with a backslash or a comment, or no such string.
+fn end_of_string_word(line: &str) -> Option<usize> {
+    if line.contains(['\\', '#']) {
+        return None;
+    }
+    let quote = line.find('"')?;
+    let word = line[quote + 1..].bytes().take_while(u8::is_ascii_alphabetic).count();
+    (word > 0).then_some(quote + 1 + word)
 }
 
 /// The keystrokes of `bench.py`'s `edits()`: type a comment or ` * 2` at each `place`, then
@@ -71,17 +86,23 @@ fn keystrokes(text: &str, count: usize, place: Place, sweep: Option<usize>) -> V
         .filter(|&i| match place {
             Place::AnyLineEnds => outside_strings_and_comments(lines[i]),
             Place::LoopLineEnds | Place::LoopLineNames => in_a_loop(lines[i]),
+            Place::StringWords => end_of_string_word(lines[i]).is_some(),
         })
         .collect();
     if targets.is_empty() {
         if place == Place::AnyLineEnds {
             eprintln!("keystrokes: the script has no line outside strings and comments to type at");
+        } else if place == Place::StringWords {
+            eprintln!(
+                "keystrokes: the script has no string that starts with a word, in a line without a backslash or comment"
+            );
         } else {
             eprintln!("keystrokes: the script has no `loss = `, `running += ` or `logits = ` lines to type at");
         }
         std::process::exit(2);
     }
-    let fragments: &[&'static str] = if place == Place::LoopLineNames { &["_tmp2"] } else { &["  # warm up", " * 2"] };
+    let fragments: &[&'static str] =
+        if matches!(place, Place::LoopLineNames | Place::StringWords) { &["_tmp2"] } else { &["  # warm up", " * 2"] };
     // Where to type what: each line once with each fragment, or cycling over them for enough
     // keystrokes (a cycle types and deletes one fragment).
     let fewest_per_cycle = fragments.iter().map(|f| 2 * f.len()).min().unwrap_or(1);
@@ -95,12 +116,14 @@ fn keystrokes(text: &str, count: usize, place: Place, sweep: Option<usize>) -> V
     };
     let mut produced = Vec::with_capacity(count + 16);
     for (line, fragment) in places {
-        let end_of_line = if place == Place::LoopLineNames {
-            let code = lines[line].trim_start();
-            let name = code.bytes().take_while(|&b| is_ascii_name_byte(b)).count();
-            line_starts[line] + lines[line].len() - code.len() + name
-        } else {
-            line_starts[line] + lines[line].len()
+        let end_of_line = match place {
+            Place::LoopLineNames => {
+                let code = lines[line].trim_start();
+                let name = code.bytes().take_while(|&b| is_ascii_name_byte(b)).count();
+                line_starts[line] + lines[line].len() - code.len() + name
+            }
+            Place::StringWords => line_starts[line] + end_of_string_word(lines[line]).expect("a target line"),
+            Place::LoopLineEnds | Place::AnyLineEnds => line_starts[line] + lines[line].len(),
         };
         let in_comment = |i: usize| fragment[..i].contains('#');
         for i in 0..fragment.len() {
@@ -150,7 +173,9 @@ fn main() {
     let mut place = None;
     let mut choose = |chosen: Place| {
         if place.is_some_and(|place| place != chosen) {
-            eprintln!("keystrokes: --anywhere, --in-names and --sweep type in different places; give one");
+            eprintln!(
+                "keystrokes: --anywhere, --in-names, --in-strings and --sweep type in different places; give one"
+            );
             std::process::exit(2);
         }
         place = Some(chosen);
@@ -176,6 +201,7 @@ fn main() {
             }
             "--anywhere" => choose(Place::AnyLineEnds),
             "--in-names" => choose(Place::LoopLineNames),
+            "--in-strings" => choose(Place::StringWords),
             "--sweep" => {
                 choose(Place::AnyLineEnds);
                 sweep = Some(args.next().and_then(|n| n.parse().ok()).filter(|n| *n > 0).unwrap_or_else(|| {
@@ -198,7 +224,7 @@ fn main() {
     let place = place.unwrap_or(Place::LoopLineEnds);
     let Some(path) = path else {
         eprintln!(
-            "usage: keystrokes SCRIPT [--edits N] [--idle MS] [--anywhere | --in-names] [--verify] [--slowest N] [--sweep STEP] (see the top of bench/lsp_latency/keystrokes.rs)"
+            "usage: keystrokes SCRIPT [--edits N] [--idle MS] [--anywhere | --in-names | --in-strings] [--verify] [--slowest N] [--sweep STEP] (see the top of bench/lsp_latency/keystrokes.rs)"
         );
         std::process::exit(2);
     };
