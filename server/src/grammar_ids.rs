@@ -62,6 +62,7 @@ kind_sets! {
     COMMENT = ["comment"];
     STRING = ["string"];
     STRING_CONTENT = ["string_content"];
+    NUMBER = ["integer", "float"];
 }
 
 /// Words the lexer may take for a keyword rather than a name, where the grammar allows one:

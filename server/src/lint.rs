@@ -788,12 +788,12 @@ mod tests {
         assert!(statements > 500, "only {statements} statements were checked");
     }
 
-    /// Typing inside the strings of the examples and of a script at module level, which needs no
-    /// reparse (see [`crate::reparse_span`]): the cached lint reports what a fresh lint does after
-    /// every keystroke, the findings that the strings' text decides included (the allocator's
-    /// settings, the device).
+    /// Typing inside the strings and numbers of the examples and of a script at module level,
+    /// which needs no reparse (see [`crate::reparse_span`]): the cached lint reports what a fresh
+    /// lint does after every keystroke, the findings that the strings' text decides included (the
+    /// allocator's settings, the device).
     #[test]
-    fn a_cached_lint_follows_keystrokes_inside_strings() {
+    fn a_cached_lint_follows_keystrokes_inside_strings_and_numbers() {
         let settings = LintSettings::default();
         let example =
             |name: &str| std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples").join(name));
@@ -801,20 +801,28 @@ mod tests {
             .map(|name| (name, example(name).expect("example")))
             .into_iter()
             .chain([("a script at module level", crate::test_support::MODULE_LEVEL.to_owned())]);
-        let string_content = crate::parse::python().id_for_node_kind("string_content", true);
+        let kind = |name: &str| crate::parse::python().id_for_node_kind(name, true);
+        let (string_content, integer) = (kind("string_content"), kind("integer"));
         let (mut unreparsed, mut changed_findings) = (0, 0);
         for (name, text) in scripts {
             let mut document = Document::new(&text, 1);
             let cache = StatementCache::default();
             let mut findings = assert_same(&mut document, &cache, &settings, name);
-            let contents: Vec<usize> = crate::parse::layout(document.tree())
+            // The ends of strings' texts, where letters are typed, and of decimal integers, where
+            // digits are.
+            let places: Vec<(usize, [&str; 2])> = crate::parse::layout(document.tree())
                 .into_iter()
-                .filter(|(kind, bytes, ..)| *kind == string_content && bytes.len() > 1)
-                .map(|(_, bytes, ..)| bytes.end)
+                .filter_map(|(of_kind, bytes, ..)| match of_kind {
+                    _ if of_kind == string_content && bytes.len() > 1 => Some((bytes.end, ["x", "y"])),
+                    _ if of_kind == integer && text[bytes.clone()].bytes().all(|b| b.is_ascii_digit()) => {
+                        Some((bytes.end, ["4", "0"]))
+                    }
+                    _ => None,
+                })
                 .collect();
-            // From the last string to the first, so that each place is still where it was.
-            for &end in contents.iter().rev() {
-                for (at, typed) in [(end, "x"), (end + 1, "y")] {
+            // From the last place to the first, so that each place is still where it was.
+            for &(end, [first, second]) in places.iter().rev() {
+                for (at, typed) in [(end, first), (end + 1, second)] {
                     document.edit_text(TextRange::empty(at), typed);
                     unreparsed += usize::from(!document.needs_reparse());
                     document.reparse();
@@ -828,8 +836,8 @@ mod tests {
             }
             assert_eq!(document.text(), text);
         }
-        assert!(unreparsed > 30, "{unreparsed} keystrokes in strings were not reparsed");
-        assert!(changed_findings > 0, "no keystroke in a string changed the findings");
+        assert!(unreparsed > 60, "{unreparsed} keystrokes in strings and numbers were not reparsed");
+        assert!(changed_findings > 0, "no keystroke in a string or a number changed the findings");
     }
 
     /// The cached lint of `document` is the fresh one, which is returned, summed up.

@@ -59,13 +59,16 @@
 //!   same one run of text, longer or shorter. Told as it is, an insertion at the text's end goes
 //!   to the text, the first token that touches it; one at its start would go to the opening
 //!   quote, and is reparsed.
+//! - Digits typed or deleted right after a digit of a decimal number (`32` to `64`, `1e-3` to
+//!   `1e-4`), where no letter or underscore follows the edit (typing at `0|x1f`, `1|e5` or
+//!   `1|_0` is reparsed). The lexer takes one number token, longer or shorter.
 //!
 //! Either way the span a reparse would have been told is told to the next reparse: the tokens
 //! around the edit are then lexed anew, as if the keystroke had been reparsed.
 
 use tree_sitter::{Node, Tree};
 
-use crate::grammar_ids::{COMMENT, IDENTIFIER, KEYWORDS, STRING, STRING_CONTENT};
+use crate::grammar_ids::{COMMENT, IDENTIFIER, KEYWORDS, NUMBER, STRING, STRING_CONTENT};
 use crate::prefilter::{is_ascii_name_byte, starts_like_a_name};
 use crate::text::{TextRange, line_start, starts_a_line};
 
@@ -124,7 +127,10 @@ pub fn told_without_reparse(text: &str, tree: &Tree, range: TextRange, inserted:
     if tree.root_node().has_error() {
         return None;
     }
-    if inside_a_comment(text, tree, range, inserted) || inside_a_string(text, tree, range, inserted) {
+    if inside_a_comment(text, tree, range, inserted)
+        || inside_a_string(text, tree, range, inserted)
+        || inside_a_number(text, tree, range, inserted)
+    {
         return Some(range);
     }
     blank_at_a_line_end(text, tree, range, inserted).or_else(|| inside_a_name(text, tree, range, inserted))
@@ -212,6 +218,32 @@ fn inside_a_string(text: &str, tree: &Tree, range: TextRange, inserted: &str) ->
             && node.start_byte() < range.start
             && range.end <= node.end_byte()
             && !text[node.byte_range()].contains('\\')
+    })
+}
+
+/// Whether replacing `range` of `text` by `inserted` changes nothing but the digits of one
+/// decimal number of `tree` (see the module's documentation): only digits are typed and deleted,
+/// right after a digit of the number; what follows the edit is no letter or underscore; and the
+/// number is written with digits, `_`, `.`, `e` and signs only (no `0x`, `0o` or `0b`, whose
+/// digits are fewer, and no `j`).
+fn inside_a_number(text: &str, tree: &Tree, range: TextRange, inserted: &str) -> bool {
+    let digits_only = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    let bytes = text.as_bytes();
+    if range.start == 0 || !digits_only(inserted) || !digits_only(&text[range.start..range.end]) {
+        return false;
+    }
+    if !bytes[range.start - 1].is_ascii_digit()
+        || bytes.get(range.end).is_some_and(|&b| is_ascii_name_byte(b) && !b.is_ascii_digit())
+    {
+        return false;
+    }
+    tree.root_node().descendant_for_byte_range(range.start - 1, range.end).is_some_and(|node| {
+        NUMBER.contains(node)
+            && node.start_byte() < range.start
+            && range.end <= node.end_byte()
+            && text[node.byte_range()]
+                .bytes()
+                .all(|b| b.is_ascii_digit() || matches!(b, b'_' | b'.' | b'e' | b'E' | b'+' | b'-'))
     })
 }
 
@@ -624,12 +656,8 @@ def score_{n}(model, x):
             }
         }
         assert!(unreparsed > 200, "{unreparsed} edits of names not reparsed");
-        let reparsed = |text: &str, range: TextRange, inserted: &str| {
-            let mut document = Document::new(text, 1);
-            document.edit_text(range, inserted);
-            document.needs_reparse()
-        };
-        let at = |place: &str| text.find(place).expect("the script holds the place") + place.len();
+        let reparsed = needs_reparse;
+        let at = |place: &str| place_after(text, place);
         for (place, inserted) in [("def train", "s"), ("(model", "s"), ("lr", "e"), ("(batch).", "_")] {
             assert!(!reparsed(text, TextRange::empty(at(place)), inserted), "{inserted:?} after {place:?}");
         }
@@ -664,6 +692,49 @@ def score_{n}(model, x):
                 assert_eq!(needs_reparse, !inside, "{range:?} {inserted:?}");
             }
         }
+    }
+
+    /// Digits typed and deleted at every place of every number of a script (integers, floats
+    /// with exponents and underscores, hex, octal and binary, complex): the tree is a fresh
+    /// parse's tree node for node. A digit typed or deleted right after a digit of a decimal
+    /// number takes no reparse; before a letter or an underscore, and in a number with a prefix
+    /// or a `j`, it does.
+    #[test]
+    fn typing_digits_in_a_number_needs_no_reparse() {
+        let text = "batch_size = 32\nlr = 1e-3\nsteps = 1_000\nmask = 0x1f + 0o17 + 0b10\nz = 2j + 1.5 + .25 + 10.\nx = f(3)[0]\n";
+        let numbers: Vec<TextRange> =
+            nodes_of_kind(text, "integer").into_iter().chain(nodes_of_kind(text, "float")).collect();
+        assert_eq!(numbers.len(), 12);
+        let digits: Vec<&str> = ["0", "1", "7", "8", "9"].to_vec();
+        let mut unreparsed = 0;
+        for number in numbers {
+            for (range, inserted) in edits_in(text, number, &digits) {
+                unreparsed += usize::from(!needs_reparse_to_a_fresh_parse(text, range, inserted));
+            }
+        }
+        assert!(unreparsed > 40, "{unreparsed} edits of numbers not reparsed");
+        let reparsed = |range: TextRange, inserted: &str| needs_reparse(text, range, inserted);
+        let at = |place: &str| place_after(text, place);
+        for place in ["= 3", "= 32", "1e-3", "= 1_000", "1.5", "f(3"] {
+            assert!(!reparsed(TextRange::empty(at(place)), "4"), "a digit after {place:?}");
+        }
+        assert!(!reparsed(TextRange::new(at("= 3"), at("= 32")), ""), "deleting a digit after a digit");
+        for place in ["= ", "0x1", "0o1", "0b1", "lr = 1", "= 1_", "z = 2", "10."] {
+            assert!(reparsed(TextRange::empty(at(place)), "4"), "a digit after {place:?}");
+        }
+        assert!(reparsed(TextRange::empty(at("= 0")), "4"), "a digit before a prefix's letter");
+    }
+
+    /// Whether replacing `range` of `text` with `inserted`, as a buffer edits it, needs a reparse.
+    fn needs_reparse(text: &str, range: TextRange, inserted: &str) -> bool {
+        let mut document = Document::new(text, 1);
+        document.edit_text(range, inserted);
+        document.needs_reparse()
+    }
+
+    /// The offset just after the first `place` in `text`.
+    fn place_after(text: &str, place: &str) -> usize {
+        text.find(place).expect("the script holds the place") + place.len()
     }
 
     /// The nodes of `text`'s tree that are of the named kind `kind`.
@@ -741,12 +812,8 @@ empty = ""
             }
         }
         assert!(unreparsed > 200, "{unreparsed} edits of strings not reparsed");
-        let reparsed = |range: TextRange, inserted: &str| {
-            let mut document = Document::new(text, 1);
-            document.edit_text(range, inserted);
-            document.needs_reparse()
-        };
-        let at = |place: &str| text.find(place).expect("the script holds the place") + place.len();
+        let reparsed = |range: TextRange, inserted: &str| needs_reparse(text, range, inserted);
+        let at = |place: &str| place_after(text, place);
         for place in ["\"cuda", "\"cuda:0", "/runs", "r'C:", "显存 "] {
             assert!(!reparsed(TextRange::empty(at(place)), "x"), "typing after {place:?}");
         }
