@@ -67,6 +67,7 @@ const FRAGMENTS: &[&str] = &[
     "\r",
     "\u{2028}",
     " # warm up",
+    "7",
 ];
 
 /// Settings under which every rule runs, the hardware ones included.
