@@ -68,7 +68,7 @@
 
 use tree_sitter::{Node, Tree};
 
-use crate::grammar_ids::{COMMENT, IDENTIFIER, KEYWORDS, NUMBER, STRING, STRING_CONTENT};
+use crate::grammar_ids::{COMMENT, IDENTIFIER, KEYWORDS, KindSet, NUMBER, STRING, STRING_CONTENT};
 use crate::prefilter::{is_ascii_name_byte, starts_like_a_name};
 use crate::text::{TextRange, line_start, starts_a_line};
 
@@ -191,10 +191,16 @@ fn inside_a_comment(text: &str, tree: &Tree, range: TextRange, inserted: &str) -
     if range.start == 0 || breaks_a_line(inserted) || breaks_a_line(&text[range.start..range.end]) {
         return false;
     }
-    // The smallest node holding the byte before the edit and the edit: a comment that holds both
-    // holds the edit after its `#`, the insertion at its very end included.
+    // A comment that holds the byte before the edit holds the edit after its `#`.
+    holding_the_edit(&root, range, &COMMENT).is_some()
+}
+
+/// The smallest node that holds the byte before `range` (which must not start the text) and
+/// `range` itself, if it is of one of `kinds`: one that holds the edit after its first byte, an
+/// insertion at its very end included.
+fn holding_the_edit<'t>(root: &Node<'t>, range: TextRange, kinds: &KindSet) -> Option<Node<'t>> {
     root.descendant_for_byte_range(range.start - 1, range.end)
-        .is_some_and(|node| COMMENT.contains(node) && node.start_byte() < range.start && range.end <= node.end_byte())
+        .filter(|node| kinds.contains(*node) && node.start_byte() < range.start && range.end <= node.end_byte())
 }
 
 /// Whether replacing `range` of `text` by `inserted` changes nothing but the text of one string
@@ -213,12 +219,8 @@ fn inside_a_string(text: &str, tree: &Tree, range: TextRange, inserted: &str) ->
     if inserted.is_empty() && is_quote(bytes.get(range.start - 1)) && is_quote(bytes.get(range.end)) {
         return false;
     }
-    tree.root_node().descendant_for_byte_range(range.start - 1, range.end).is_some_and(|node| {
-        STRING_CONTENT.contains(node)
-            && node.start_byte() < range.start
-            && range.end <= node.end_byte()
-            && !text[node.byte_range()].contains('\\')
-    })
+    holding_the_edit(&tree.root_node(), range, &STRING_CONTENT)
+        .is_some_and(|node| !text[node.byte_range()].contains('\\'))
 }
 
 /// Whether replacing `range` of `text` by `inserted` changes nothing but the digits of one
@@ -237,13 +239,10 @@ fn inside_a_number(text: &str, tree: &Tree, range: TextRange, inserted: &str) ->
     {
         return false;
     }
-    tree.root_node().descendant_for_byte_range(range.start - 1, range.end).is_some_and(|node| {
-        NUMBER.contains(node)
-            && node.start_byte() < range.start
-            && range.end <= node.end_byte()
-            && text[node.byte_range()]
-                .bytes()
-                .all(|b| b.is_ascii_digit() || matches!(b, b'_' | b'.' | b'e' | b'E' | b'+' | b'-'))
+    holding_the_edit(&tree.root_node(), range, &NUMBER).is_some_and(|node| {
+        text[node.byte_range()]
+            .bytes()
+            .all(|b| b.is_ascii_digit() || matches!(b, b'_' | b'.' | b'e' | b'E' | b'+' | b'-'))
     })
 }
 
