@@ -102,15 +102,27 @@ pub fn find_at(statement: Node<'_>, range: std::ops::Range<usize>, kind: u16) ->
     // Most often the smallest node that spans the range is the one: tree-sitter's own descent
     // finds it at a fraction of the cost of going through each level's children with a cursor.
     // A node of Python's grammar never has a child of its own kind with its own range, so the
-    // smallest is also the first of that kind. An empty node, or one that holds a single child
-    // with its range (a call as an expression statement), is looked for through the children.
+    // smallest is also the first of that kind (debug builds check it). An empty node, or one
+    // that holds a single child with its range (a call as an expression statement), is looked
+    // for through the children.
     if let Some(smallest) = statement.descendant_for_byte_range(start, end)
         && smallest.start_byte() == start
         && smallest.end_byte() == end
         && smallest.kind_id() == kind
     {
+        debug_assert_eq!(
+            find_through_children(statement, range, kind),
+            Some(smallest),
+            "a node of the grammar has a child of its own kind and range, so the smallest node there is not the first"
+        );
         return Some(smallest);
     }
+    find_through_children(statement, range, kind)
+}
+
+/// [`find_at`] through each level's children, first to last.
+fn find_through_children(statement: Node<'_>, range: std::ops::Range<usize>, kind: u16) -> Option<Node<'_>> {
+    let (start, end) = (range.start, range.end);
     let mut cursor = statement.walk();
     // More than one child holds an empty node at the end of another (an empty block after a
     // colon): each is looked in, first to last.
@@ -320,6 +332,8 @@ impl<T> StatementMemory<T> {
             by_text: None,
             searched: 0,
             previous: None,
+            #[cfg(debug_assertions)]
+            unasked: tree.root_node().children(&mut tree.walk()).collect::<Vec<_>>().into_iter(),
             missed: HashMap::new(),
             tree,
             text,
@@ -341,6 +355,10 @@ pub struct Recall<'m, 'a, T> {
     searched: usize,
     /// The statement asked for last: statements are asked for in order.
     previous: Option<Node<'a>>,
+    /// The statements not yet asked for, which debug builds check each one asked for against:
+    /// `previous` is the statement before only if none is left out.
+    #[cfg(debug_assertions)]
+    unasked: std::vec::IntoIter<Node<'a>>,
     /// The keys of the statements that were looked for by their text and not found, for
     /// [`Recall::keep`] to file them under.
     missed: HashMap<usize, TextKey>,
@@ -358,8 +376,10 @@ impl<'a, T> Recall<'_, 'a, T> {
     /// What the last lint kept of `statement`, with how to place its kept nodes in this tree
     /// where they are this tree's: `None` for a statement the last lint did not have (new or
     /// changed text), and no placer for one the parser built anew with the same text.
-    /// Every statement of the tree is asked for, in order.
+    /// Every statement of the tree is asked for, in order (debug builds check it).
     pub fn recall(&mut self, statement: Node<'a>) -> Option<(Arc<T>, Option<Placer<'a>>)> {
+        #[cfg(debug_assertions)]
+        assert_eq!(self.unasked.next(), Some(statement), "every top-level statement is asked for, in order");
         let previous = self.previous.replace(statement);
         let subtree = subtree_of(statement)?;
         let Some(entry) = self.memory.statements.remove(&subtree) else {
@@ -812,6 +832,19 @@ mod tests {
         memory.open(&tree, text).unwrap().keep(first, ());
         let (_, placer) = memory.open(&tree, text).unwrap().recall(first).expect("the same tree shares it");
         let _ = placer.expect("a placer").place(&KeptNode::of(second, second.child(0).unwrap()));
+    }
+
+    /// A statement left out would make the next one's `previous` wrong, and with it the guard
+    /// against recalling by text after a syntax error.
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "every top-level statement is asked for, in order")]
+    fn a_statement_left_out_of_a_recall_is_caught() {
+        let text = "x = (1,\ny = g(2)\nz = h(3)\n";
+        let tree = crate::parse::parse(text, None);
+        let memory: StatementMemory<()> = StatementMemory::default();
+        let mut recall = memory.open(&tree, text).unwrap();
+        let _ = recall.recall(tree.root_node().child(1).unwrap());
     }
 
     /// A statement whose text is the same but whose subtree the parser built anew is recalled by
