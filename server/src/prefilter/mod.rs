@@ -312,7 +312,7 @@ pub fn string_end(bytes: &[u8], start: usize, quote: u8) -> Option<usize> {
 }
 
 /// Where a line sits, as far as a backwards scan of indentation can tell.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Enclosing<'a> {
     /// Directly in the body of the function with this name.
     Function(&'a str),
@@ -341,55 +341,92 @@ fn first_word(code: &str) -> &str {
 /// over lines, following the indentation outwards, and gives up ([`Enclosing::Unknown`]) at
 /// anything that is not a plain block header.
 pub fn enclosing_function(text: &str, line_start: usize) -> Enclosing<'_> {
-    let own_line = text[line_start..].trim_start_matches([' ', '\t']);
-    // `def forward(self, x): self.h = x` and `if x: self.h = x` put the statement on the
-    // header's own line.
-    if def_name(own_line).is_some() || first_word(own_line) == "class" || starts_a_compound_statement(own_line) {
-        return Enclosing::Unknown;
+    EnclosingFunctions::new(text).of(line_start)
+}
+
+/// [`enclosing_function`] of many lines of one text, for a scan that asks of them in order.
+/// The walk back from a line ends where the walk from the line asked before began, if it would
+/// go on from there as that one did, and takes that one's answer: the stores of one `__init__`
+/// then cost a line or two each, rather than the whole way back to the `def` each.
+pub struct EnclosingFunctions<'t> {
+    text: &'t str,
+    /// The last walk: the line it began at, the indentation it began with, and its answer.
+    last: Option<(usize, usize, Enclosing<'t>)>,
+}
+
+impl<'t> EnclosingFunctions<'t> {
+    pub fn new(text: &'t str) -> Self {
+        Self { text, last: None }
     }
-    let mut threshold = indentation(&text[line_start..]);
-    // The indentation of a multi-line header whose closing line (`) -> None:`) was just passed.
-    let mut open_header: Option<usize> = None;
-    let mut end = line_start;
-    // Whether the line being read opens the multi-line header that `open_header` closed.
-    let mut opens_header;
-    while end > 0 {
-        let start = crate::text::line_start(text, end - 1);
-        let line = &text[start..end - 1];
-        end = start;
-        let code = line.trim_start_matches([' ', '\t']);
-        if code.is_empty() || code.starts_with('#') {
-            continue;
-        }
-        let indent = line.len() - code.len();
-        opens_header = false;
-        match open_header {
-            Some(header) if indent > header => continue,
-            Some(header) if indent < header => return Enclosing::Unknown,
-            Some(_) => {
-                open_header = None;
-                opens_header = true;
-            }
-            None if indent >= threshold => continue,
-            None => {}
-        }
-        if let Some(name) = def_name(code) {
-            return Enclosing::Function(name);
-        }
-        if starts_with_word(code, "class") {
-            return Enclosing::NoFunction;
-        }
-        let header = code.split('#').next().unwrap_or(code).trim_end();
-        // `if (` opens a header that a later `):` line closes.
-        if (header.ends_with(':') || opens_header) && starts_a_compound_statement(code) {
-            threshold = indent;
-        } else if header.ends_with(':') && code.starts_with([')', ']']) {
-            open_header = Some(indent);
-        } else {
+
+    /// [`enclosing_function`] of the line starting at `line_start`.
+    pub fn of(&mut self, line_start: usize) -> Enclosing<'t> {
+        let text = self.text;
+        let own_line = text[line_start..].trim_start_matches([' ', '\t']);
+        // `def forward(self, x): self.h = x` and `if x: self.h = x` put the statement on the
+        // header's own line.
+        if def_name(own_line).is_some() || first_word(own_line) == "class" || starts_a_compound_statement(own_line) {
             return Enclosing::Unknown;
         }
+        let indent = indentation(&text[line_start..]);
+        let answer = self.walk_back(line_start, indent);
+        self.last = Some((line_start, indent, answer));
+        answer
     }
-    Enclosing::NoFunction
+
+    fn walk_back(&self, line_start: usize, mut threshold: usize) -> Enclosing<'t> {
+        let text = self.text;
+        // The indentation of a multi-line header whose closing line (`) -> None:`) was just passed.
+        let mut open_header: Option<usize> = None;
+        let mut end = line_start;
+        // Whether the line being read opens the multi-line header that `open_header` closed.
+        let mut opens_header;
+        while end > 0 {
+            // From here on this walk is the last one: the same place, in the same state.
+            if let Some((began_at, began_with, answer)) = self.last
+                && end == began_at
+                && threshold == began_with
+                && open_header.is_none()
+            {
+                return answer;
+            }
+            let start = crate::text::line_start(text, end - 1);
+            let line = &text[start..end - 1];
+            end = start;
+            let code = line.trim_start_matches([' ', '\t']);
+            if code.is_empty() || code.starts_with('#') {
+                continue;
+            }
+            let indent = line.len() - code.len();
+            opens_header = false;
+            match open_header {
+                Some(header) if indent > header => continue,
+                Some(header) if indent < header => return Enclosing::Unknown,
+                Some(_) => {
+                    open_header = None;
+                    opens_header = true;
+                }
+                None if indent >= threshold => continue,
+                None => {}
+            }
+            if let Some(name) = def_name(code) {
+                return Enclosing::Function(name);
+            }
+            if starts_with_word(code, "class") {
+                return Enclosing::NoFunction;
+            }
+            let header = code.split('#').next().unwrap_or(code).trim_end();
+            // `if (` opens a header that a later `):` line closes.
+            if (header.ends_with(':') || opens_header) && starts_a_compound_statement(code) {
+                threshold = indent;
+            } else if header.ends_with(':') && code.starts_with([')', ']']) {
+                open_header = Some(indent);
+            } else {
+                return Enclosing::Unknown;
+            }
+        }
+        Enclosing::NoFunction
+    }
 }
 
 /// The name a `def` line defines.
@@ -495,6 +532,34 @@ mod tests {
         // The line the closing `):` leads back to must open a block.
         let text = "def forward(self, x):\n    y = (\n        x\n    ):\n        self.h = x\n";
         assert_eq!(enclosing_of(text, "self.h"), Enclosing::Unknown);
+    }
+
+    /// Asked of lines in order, as a scan meets them, and out of order, the walks that end where
+    /// the last began answer as a walk of their own would. Every line of every fixture and example,
+    /// and of the module-level script, whose lines are in no function.
+    #[test]
+    fn walks_that_end_where_the_last_began_answer_as_their_own() {
+        let files = crate::test_support::python_files();
+        let texts = files.iter().map(|path| std::fs::read_to_string(path).expect("fixture"));
+        // A walk from the body of a multi-line header passes the lines inside the header in
+        // another state than a walk from one of them.
+        let headers = "class M(nn.Module):\n    def forward(\n        self, x\n    ) -> Tensor:\n        if (\n            x is not None\n            and x.ndim > 1\n        ):\n            self.h = x\n        with (\n            open(f) as g,\n        ):\n            self.g = g\n        self.y = y\n";
+        for text in texts.chain([crate::test_support::MODULE_LEVEL.to_owned(), headers.to_owned()]) {
+            let lines: Vec<usize> = std::iter::once(0)
+                .chain(memchr::memchr_iter(b'\n', text.as_bytes()).map(|at| at + 1))
+                .filter(|at| *at < text.len())
+                .collect();
+            let backwards: Vec<usize> = lines.iter().rev().copied().collect();
+            // Each line twice in a row, then in turns with a line far from it.
+            let twice: Vec<usize> = lines.iter().flat_map(|at| [*at, *at]).collect();
+            let apart: Vec<usize> = lines.iter().zip(backwards.iter()).flat_map(|(a, b)| [*a, *b]).collect();
+            for order in [&lines, &backwards, &twice, &apart] {
+                let mut scan = EnclosingFunctions::new(&text);
+                for &at in order {
+                    assert_eq!(scan.of(at), enclosing_function(&text, at), "the line at {at} of:\n{text}");
+                }
+            }
+        }
     }
 
     #[test]

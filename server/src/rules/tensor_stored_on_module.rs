@@ -167,13 +167,15 @@ fn could_store_in_forward(text: &str) -> bool {
     // Whether each `forward` (by the offset of its name) can be in a module: read once, however
     // many stores it holds.
     let mut in_module: std::collections::HashMap<usize, bool> = std::collections::HashMap::new();
+    // The stores are met in order, and most lie in runs in one function.
+    let mut enclosing_functions = prefilter::EnclosingFunctions::new(text);
     memchr::memmem::find_iter(text.as_bytes(), b"self.").any(|at| {
         let before = text[..at].chars().next_back();
         if before.is_some_and(|c| prefilter::is_name_char(c) || c == '.') || !starts_a_target(text, at) {
             return false;
         }
         // Most stores are in `__init__`: the function around one is read before its value.
-        let enclosing = prefilter::enclosing_function(text, line_start(text, at));
+        let enclosing = enclosing_functions.of(line_start(text, at));
         let in_forward = match enclosing {
             Enclosing::Function(name) => name == "forward",
             Enclosing::NoFunction => false,
