@@ -245,7 +245,7 @@ fn main() {
     let opened = document.settled_tree();
     let mut buffer = OpenDocument::new(document, None);
     let cache = Arc::clone(buffer.statement_cache());
-    let opening = lint_again(&text, &opened, context, &settings, &cache);
+    let opening = lint_again(&Arc::new(text.clone()), &opened, context, &settings, &cache);
     println!("{path}: {} lines, {} diagnostics when opened", text.lines().count(), opening.len());
 
     if sweep.is_some() {
@@ -282,12 +282,12 @@ fn main() {
         buffer.set_version(version);
         let tree = buffer.tree().clone();
         let edited = Instant::now();
-        let current = buffer.document().text();
+        let current = buffer.document().shared_text();
         let mapper = buffer.positions(PositionEncoding::Utf16);
         // On rayon's pool, as the server runs a lint and frames its publish (beside the lint's
         // last bookkeeping): the lint's parallel parts then start there.
         let (diagnostics, (linted, frame, framed)) = rayon::scope(|_| {
-            lint_again_then(current, &tree, context, &settings, &cache, |diagnostics| {
+            lint_again_then(&current, &tree, context, &settings, &cache, |diagnostics| {
                 let linted = Instant::now();
                 let frame = publish_frame(&uri, version, diagnostics, &mapper);
                 (linted, frame, Instant::now())
@@ -307,7 +307,7 @@ fn main() {
             in_code.0.push(done - started);
         }
         if verify {
-            let fresh = lint(current, &parse(current, None), context, &settings);
+            let fresh = lint(&current, &parse(&current, None), context, &settings);
             let describe =
                 |d: &[culint::diagnostic::Diagnostic]| d.iter().map(|d| format!("{d:?}")).collect::<Vec<_>>();
             assert_eq!(describe(&diagnostics), describe(&fresh), "keystroke {n}: the incremental lint differs");

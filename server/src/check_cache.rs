@@ -572,7 +572,7 @@ mod tests {
         let mut document = crate::test_support::edited_buffer(text);
         let lint_buffer = |document: &mut Document| {
             let tree = document.tree().clone();
-            lint_again(document.text(), &tree, LintContext::default(), &settings, &cache)
+            lint_again(&document.shared_text(), &tree, LintContext::default(), &settings, &cache)
         };
         let before = lint_buffer(&mut document);
         let at = text.find(old).expect("checked above");

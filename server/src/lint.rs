@@ -272,7 +272,7 @@ impl StatementCache {
 /// parsed it already, and on a large file reading it again without its prose costs more than the
 /// checks of the rules that would turn away.
 pub fn lint_again(
-    text: &str,
+    text: &SharedText,
     tree: &Tree,
     context: LintContext<'_>,
     settings: &LintSettings,
@@ -285,7 +285,7 @@ pub fn lint_again(
 /// ([`crate::beside`]) while this one puts away what the next lint will reuse: an editor frames
 /// its publish meanwhile, rather than after.
 pub fn lint_again_then<T: Send>(
-    text: &str,
+    text: &SharedText,
     tree: &Tree,
     context: LintContext<'_>,
     settings: &LintSettings,
@@ -293,7 +293,7 @@ pub fn lint_again_then<T: Send>(
     then: impl FnOnce(&[Diagnostic]) -> T + Send,
 ) -> (Vec<Diagnostic>, T) {
     let choose = || cache.admissions.admit(text, possible_rules(settings));
-    lint_rules(text, tree, context, settings, choose, Some(cache), then)
+    lint_rules(text.as_str(), tree, context, settings, choose, Some(cache), then)
 }
 
 /// [`lint`] with the rules that `choose` picks ([`rules_that_could_fire`] or the like), and what
@@ -712,7 +712,9 @@ mod tests {
         for _ in 0..2 {
             let tree = document.tree().clone();
             let (diagnostics, handed) =
-                lint_again_then(document.text(), &tree, LintContext::default(), &settings, &cache, |d| d.to_vec());
+                lint_again_then(&document.shared_text(), &tree, LintContext::default(), &settings, &cache, |d| {
+                    d.to_vec()
+                });
             assert_eq!(handed, diagnostics);
             assert_eq!(diagnostics, lint(&suppressed, &tree, LintContext::default(), &settings));
             assert!(!diagnostics.is_empty() && diagnostics.len() < unsuppressed.len());
@@ -732,7 +734,7 @@ mod tests {
         let cache = StatementCache::default();
         let lint_buffer = |document: &mut Document| {
             let tree = document.tree().clone();
-            lint_again(document.text(), &tree, LintContext::default(), &settings, &cache)
+            lint_again(&document.shared_text(), &tree, LintContext::default(), &settings, &cache)
         };
         assert!(!lint_buffer(&mut document).is_empty());
         assert!(cache.had_rules.load(Ordering::Relaxed));

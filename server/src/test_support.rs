@@ -90,5 +90,5 @@ pub fn lint_buffer_after(
 ) -> Vec<Diagnostic> {
     document.edit(range, inserted);
     let tree = document.tree().clone();
-    lint_again(document.text(), &tree, LintContext::default(), &LintSettings::default(), cache)
+    lint_again(&document.shared_text(), &tree, LintContext::default(), &LintSettings::default(), cache)
 }

@@ -22,8 +22,8 @@ use crate::text::Difference;
 pub struct Admissions(Mutex<Option<Admitted>>);
 
 struct Admitted {
-    /// The text judged. Held, so that no other text can take its address while it is here: the
-    /// address tells whether a lint is of this very text (see [`Admissions::judge_ahead`]).
+    /// The text judged, for every rule. Held, so that no other text can take its address while
+    /// it is here: the address tells whether a lint is of this very text.
     text: SharedText,
     /// By token of [`TOKENS`]: whether the text holds it, for those searched for.
     found: Vec<Option<bool>>,
@@ -39,18 +39,17 @@ impl Admissions {
     /// The rules of `possible` that could fire on `text`, judged on its raw bytes: those the last
     /// lint admitted, and those [`PresentTokens::admits`] admits now. A text judged ahead is not
     /// judged again.
-    pub fn admit(&self, text: &str, possible: impl Iterator<Item = &'static Rule>) -> Vec<&'static Rule> {
+    pub fn admit(&self, text: &SharedText, possible: impl Iterator<Item = &'static Rule>) -> Vec<&'static Rule> {
         {
             let last = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-            if let Some(last) = last.as_ref().filter(|last| std::ptr::eq(last.text.as_str(), text)) {
+            if let Some(last) = last.as_ref().filter(|last| Arc::ptr_eq(&last.text, text)) {
                 return possible.filter(|rule| last.admitted[index_of(rule)]).collect();
             }
         }
-        // Judged for `possible` alone, and kept as a copy: only a text judged ahead, for every
-        // rule, is ever taken by its address.
-        let possible: Vec<&'static Rule> = possible.collect();
-        let admitted = self.judge(Arc::new(text.to_owned()), &possible);
-        possible.into_iter().filter(|rule| admitted[index_of(rule)]).collect()
+        // Judged for every rule, as ahead, whatever `possible` holds: the text is then taken by
+        // its address by any later lint of it, whichever rules that one asks for.
+        let admitted = self.judge(Arc::clone(text));
+        possible.filter(|rule| admitted[index_of(rule)]).collect()
     }
 
     /// Judge `text`, which a lint is about to read, for every rule. An editor calls this while it
@@ -60,12 +59,12 @@ impl Admissions {
     /// is not judged for nothing at every keystroke.
     pub fn judge_ahead(&self, text: &SharedText) {
         if self.0.lock().unwrap_or_else(PoisonError::into_inner).is_some() {
-            self.judge(Arc::clone(text), RULES);
+            self.judge(Arc::clone(text));
         }
     }
 
-    /// Which of `rules` could fire on `text`, by rule of [`RULES`]; kept for the next judgement.
-    fn judge(&self, text: SharedText, rules: &[&'static Rule]) -> Vec<bool> {
+    /// Which rules could fire on `text`, by rule of [`RULES`]; kept for the next judgement.
+    fn judge(&self, text: SharedText) -> Vec<bool> {
         let last = self.0.lock().unwrap_or_else(PoisonError::into_inner).take();
         // After an edit that replaced most of the text (a paste, a reload), what the last lint
         // admitted says little about this text: it is judged afresh.
@@ -77,7 +76,7 @@ impl Admissions {
         };
         let admitted_before = |rule: &Rule| last.as_ref().is_some_and(|last| last.admitted[index_of(rule)]);
         let mut admitted = vec![false; RULES.len()];
-        for rule in rules {
+        for rule in RULES {
             admitted[index_of(rule)] = admitted_before(rule) || tokens.admits(rule, &text);
         }
         let found = tokens.found.iter().map(Cell::get).collect();
@@ -126,7 +125,8 @@ mod tests {
         let admissions = Admissions::default();
         let mut text = String::from("import torch\n\nfor batch in loader:\n    loss = model(batch)\n    loss.backw\n");
         let check = |text: &str| {
-            let admitted: Vec<&str> = admissions.admit(text, every_rule()).iter().map(|r| r.code).collect();
+            let admitted: Vec<&str> =
+                admissions.admit(&Arc::new(text.to_owned()), every_rule()).iter().map(|r| r.code).collect();
             for code in admitted_fresh(text) {
                 assert!(admitted.contains(&code), "{code} is admitted afresh but not after the edit, in {text:?}");
             }
@@ -139,8 +139,9 @@ mod tests {
         }
         assert!(admitted_fresh(&text).len() > admitted_fresh("import torch\n").len(), "the edits admit rules");
         // Deleting keeps what was admitted (looser, never stricter).
-        let before: Vec<&str> = admissions.admit(&text, every_rule()).iter().map(|r| r.code).collect();
-        let shortened = text.replace("    torch.cuda.empty_cache()", "");
+        let before: Vec<&str> =
+            admissions.admit(&Arc::new(text.clone()), every_rule()).iter().map(|r| r.code).collect();
+        let shortened = Arc::new(text.replace("    torch.cuda.empty_cache()", ""));
         let after: Vec<&str> = admissions.admit(&shortened, every_rule()).iter().map(|r| r.code).collect();
         assert_eq!(before, after);
     }
@@ -156,7 +157,7 @@ mod tests {
         // not judged ahead.
         admissions.judge_ahead(&text);
         assert!(admissions.0.lock().unwrap().is_none());
-        admissions.admit("import torch\n", every_rule());
+        admissions.admit(&Arc::new("import torch\n".to_owned()), every_rule());
         admissions.judge_ahead(&text);
         let expected = admitted_fresh(&text);
         assert!(!expected.is_empty());
@@ -167,7 +168,7 @@ mod tests {
         // Poisoned: the judgement ahead admits nothing; the text itself is not looked at again.
         admissions.0.lock().unwrap().as_mut().unwrap().admitted.fill(false);
         assert!(admissions.admit(&text, every_rule()).is_empty());
-        let copy = text.as_str().to_owned();
+        let copy: SharedText = Arc::new(text.as_str().to_owned());
         assert_eq!(codes(admissions.admit(&copy, every_rule())), expected);
     }
 }
