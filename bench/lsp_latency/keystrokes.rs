@@ -245,7 +245,7 @@ fn main() {
     let opened = document.settled_tree();
     let mut buffer = OpenDocument::new(document, None);
     let cache = Arc::clone(buffer.statement_cache());
-    let opening = lint_again(&Arc::new(text.clone()), &opened, context, &settings, &cache);
+    let opening = lint_again(&buffer.document().shared_text(), &opened, context, &settings, &cache);
     println!("{path}: {} lines, {} diagnostics when opened", text.lines().count(), opening.len());
 
     if sweep.is_some() {

@@ -536,7 +536,8 @@ mod tests {
 
     /// Asked of lines in order, as a scan meets them, and out of order, the walks that end where
     /// the last began answer as a walk of their own would. Every line of every fixture and example,
-    /// and of the module-level script, whose lines are in no function.
+    /// of the module-level script, whose lines are in no function, and of a script whose blocks
+    /// open with multi-line headers.
     #[test]
     fn walks_that_end_where_the_last_began_answer_as_their_own() {
         let files = crate::test_support::python_files();
