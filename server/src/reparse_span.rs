@@ -66,6 +66,8 @@
 //! Either way the span a reparse would have been told is told to the next reparse: the tokens
 //! around the edit are then lexed anew, as if the keystroke had been reparsed.
 
+use std::cell::OnceCell;
+
 use tree_sitter::{Node, Tree};
 
 use crate::grammar_ids::{COMMENT, IDENTIFIER, KEYWORDS, KindSet, NUMBER, STRING, STRING_CONTENT};
@@ -127,9 +129,10 @@ pub fn told_without_reparse(text: &str, tree: &Tree, range: TextRange, inserted:
     if tree.root_node().has_error() {
         return None;
     }
-    if inside_a_comment(text, tree, range, inserted)
-        || inside_a_string(text, tree, range, inserted)
-        || inside_a_number(text, tree, range, inserted)
+    let holding = HoldingTheEdit { tree, range, node: OnceCell::new() };
+    if inside_a_comment(text, &holding, inserted)
+        || inside_a_string(text, &holding, inserted)
+        || inside_a_number(text, &holding, inserted)
     {
         return Some(range);
     }
@@ -181,34 +184,51 @@ fn inside_a_name(text: &str, tree: &Tree, range: TextRange, inserted: &str) -> O
     Some(if range.is_empty() && range.start == start { TextRange::new(start, start + 1) } else { range })
 }
 
-/// Whether replacing `range` of `text` by `inserted` changes nothing but the text of one comment
-/// of `tree`: the edit lies after the comment's `#`, neither side of it holds a line break or a
+/// Whether replacing the edit's range of `text` by `inserted` changes nothing but the text of one
+/// comment: the edit lies after the comment's `#`, neither side of it holds a line break or a
 /// form feed (which end a line or reset its indentation) or a NUL (which the scanner takes for
 /// the end of the input).
-fn inside_a_comment(text: &str, tree: &Tree, range: TextRange, inserted: &str) -> bool {
+fn inside_a_comment(text: &str, holding: &HoldingTheEdit<'_>, inserted: &str) -> bool {
     let breaks_a_line = |s: &str| s.bytes().any(|b| matches!(b, b'\n' | b'\r' | b'\x0c' | b'\0'));
-    let root = tree.root_node();
+    let range = holding.range;
     if range.start == 0 || breaks_a_line(inserted) || breaks_a_line(&text[range.start..range.end]) {
         return false;
     }
     // A comment that holds the byte before the edit holds the edit after its `#`.
-    holding_the_edit(&root, range, &COMMENT).is_some()
+    holding.of_kind(&COMMENT).is_some()
 }
 
-/// The smallest node that holds the byte before `range` (which must not start the text) and
-/// `range` itself, if it is of one of `kinds`: one that holds the edit after its first byte, an
-/// insertion at its very end included.
-fn holding_the_edit<'t>(root: &Node<'t>, range: TextRange, kinds: &KindSet) -> Option<Node<'t>> {
-    root.descendant_for_byte_range(range.start - 1, range.end)
-        .filter(|node| kinds.contains(*node) && node.start_byte() < range.start && range.end <= node.end_byte())
+/// The smallest node that holds the byte before an edit's range and the range itself: one that
+/// holds the edit after its first byte, an insertion at its very end included. Found once, when
+/// first asked for: the checks of a keystroke that ask for it share it, and one turned away by
+/// the characters it types or deletes never descends the tree.
+struct HoldingTheEdit<'t> {
+    tree: &'t Tree,
+    range: TextRange,
+    node: OnceCell<Option<Node<'t>>>,
 }
 
-/// Whether replacing `range` of `text` by `inserted` changes nothing but the text of one string
-/// of `tree` (see the module's documentation): the edit lies inside the string's text, after its
+impl<'t> HoldingTheEdit<'t> {
+    /// The node, if it is of one of `kinds`. The range must not start the text.
+    fn of_kind(&self, kinds: &KindSet) -> Option<Node<'t>> {
+        let range = self.range;
+        let node = self.node.get_or_init(|| {
+            self.tree
+                .root_node()
+                .descendant_for_byte_range(range.start - 1, range.end)
+                .filter(|node| node.start_byte() < range.start && range.end <= node.end_byte())
+        });
+        node.filter(|node| kinds.contains(*node))
+    }
+}
+
+/// Whether replacing the edit's range of `text` by `inserted` changes nothing but the text of one
+/// string (see the module's documentation): the edit lies inside the string's text, after its
 /// first character; neither side of it holds a quote, a backslash, a brace, a line break, a form
 /// feed or a NUL; the text holds no backslash (no escape sequence starts, ends or changes around
 /// the edit); and a deletion leaves no quote next to a quote.
-fn inside_a_string(text: &str, tree: &Tree, range: TextRange, inserted: &str) -> bool {
+fn inside_a_string(text: &str, holding: &HoldingTheEdit<'_>, inserted: &str) -> bool {
+    let range = holding.range;
     let stops_the_scanner =
         |s: &str| s.bytes().any(|b| matches!(b, b'"' | b'\'' | b'\\' | b'{' | b'}' | b'\n' | b'\r' | b'\x0c' | b'\0'));
     if range.start == 0 || stops_the_scanner(inserted) || stops_the_scanner(&text[range.start..range.end]) {
@@ -219,16 +239,16 @@ fn inside_a_string(text: &str, tree: &Tree, range: TextRange, inserted: &str) ->
     if inserted.is_empty() && is_quote(bytes.get(range.start - 1)) && is_quote(bytes.get(range.end)) {
         return false;
     }
-    holding_the_edit(&tree.root_node(), range, &STRING_CONTENT)
-        .is_some_and(|node| !text[node.byte_range()].contains('\\'))
+    holding.of_kind(&STRING_CONTENT).is_some_and(|node| !text[node.byte_range()].contains('\\'))
 }
 
-/// Whether replacing `range` of `text` by `inserted` changes nothing but the digits of one
-/// decimal number of `tree` (see the module's documentation): only digits are typed and deleted,
+/// Whether replacing the edit's range of `text` by `inserted` changes nothing but the digits of
+/// one decimal number (see the module's documentation): only digits are typed and deleted,
 /// right after a digit of the number; what follows the edit is no letter or underscore; and the
 /// number is written with digits, `_`, `.`, `e` and signs only (no `0x`, `0o` or `0b`, whose
 /// digits are fewer, and no `j`).
-fn inside_a_number(text: &str, tree: &Tree, range: TextRange, inserted: &str) -> bool {
+fn inside_a_number(text: &str, holding: &HoldingTheEdit<'_>, inserted: &str) -> bool {
+    let range = holding.range;
     let digits_only = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
     let bytes = text.as_bytes();
     if range.start == 0 || !digits_only(inserted) || !digits_only(&text[range.start..range.end]) {
@@ -239,7 +259,7 @@ fn inside_a_number(text: &str, tree: &Tree, range: TextRange, inserted: &str) ->
     {
         return false;
     }
-    holding_the_edit(&tree.root_node(), range, &NUMBER).is_some_and(|node| {
+    holding.of_kind(&NUMBER).is_some_and(|node| {
         text[node.byte_range()]
             .bytes()
             .all(|b| b.is_ascii_digit() || matches!(b, b'_' | b'.' | b'e' | b'E' | b'+' | b'-'))
