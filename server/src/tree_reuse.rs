@@ -333,7 +333,7 @@ impl<T> StatementMemory<T> {
             searched: 0,
             previous: None,
             #[cfg(debug_assertions)]
-            unasked: tree.root_node().children(&mut tree.walk()).collect::<Vec<_>>().into_iter(),
+            unasked: crate::semantic::ast::top_level_statements(tree).into_iter(),
             missed: HashMap::new(),
             tree,
             text,
