@@ -18,7 +18,10 @@ fn work_handed_beside_runs_on_another_cpu() {
         return;
     }
     let here = || unsafe { libc::sched_getcpu() };
-    // The thread beside starts with the first work handed to it.
+    // The thread beside starts with the first work handed to it, and may run on every CPU this
+    // one may now. It registers before it is handed work, so this first join moves it off this
+    // CPU too: had it registered later, the first joins below could find it free to run on every
+    // CPU (on a loaded machine, in three runs of five).
     culint::beside::join(|| (), || ());
     // The caller moves to the other CPU at every join, where the thread beside ran last: left to
     // the scheduler, that is where it would wake.

@@ -20,17 +20,24 @@ use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
 type Job = Box<dyn FnOnce() + Send>;
 
-/// Where jobs go: the thread is started on first use and runs for the rest of the process.
+/// Where jobs go: the thread is started on first use and runs for the rest of the process. It
+/// has registered itself (see [`apart`]) before the first job is handed to it: otherwise the
+/// first joins, which may find it not yet registered, would leave it free to run on the CPU of
+/// the thread handing work over.
 static JOBS: LazyLock<Sender<Job>> = LazyLock::new(|| {
     let (jobs, queue) = channel::<Job>();
+    let (registered, registration) = channel::<()>();
     std::thread::Builder::new()
         .name("culint-beside".to_owned())
         .spawn(move || {
             ON_THE_THREAD.set(true);
             apart::register_the_thread_beside();
+            drop(registered);
             queue.into_iter().for_each(|job| job());
         })
         .expect("a thread for work beside edits");
+    // Ends when the thread drops its sender: once it has registered, or as it unwinds.
+    let _ = registration.recv();
     jobs
 });
 
@@ -144,10 +151,12 @@ where
     // offer itself lives in the `Arc`, not on this stack. A panic in `here` is caught first, so it
     // cannot skip either.
     let job: Job = unsafe { std::mem::transmute::<Box<dyn FnOnce() + Send + '_>, Job>(job) };
+    // The thread beside is started, and registered, before it is kept off this CPU.
+    let jobs = &*JOBS;
     apart::keep_beside_off_this_cpu();
     // Should the thread be gone (it cannot be, short of a bug), the job is dropped unrun and the
     // offer is taken back below.
-    let _ = JOBS.send(job);
+    let _ = jobs.send(job);
     let here = catch_unwind(AssertUnwindSafe(here));
     let beside = match offered.take() {
         Some(beside) => catch_unwind(AssertUnwindSafe(beside)),
