@@ -67,6 +67,8 @@ mod tests {
         let problem = client.wait_for(|m| m["method"] == "window/showMessage").await;
         let message = problem["params"]["message"].as_str().unwrap();
         assert!(message.contains("culint.toml") && message.contains("invalid TOML"), "{message}");
+        // A lint that shows a problem first still publishes, after it.
+        assert!(!client.diagnostics(&file, 1).await.is_empty(), "the file was linted again after the problem");
         client.shutdown().await;
     }
 
