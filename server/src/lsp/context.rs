@@ -148,9 +148,7 @@ impl ServerContext {
     /// the document's lint meets is shown first.
     async fn to_lint(&self, uri: &Uri) -> jsonrpc::Result<(Snapshot, Option<LintResult>)> {
         let (snapshot, cached) = self.snapshot_to_lint(uri)?;
-        if cached.is_none()
-            && let Some(problem) = &snapshot.config_problem
-        {
+        if let Some(problem) = problem_to_show(&snapshot, &cached) {
             self.report_problem(problem).await;
         }
         Ok((snapshot, cached))
@@ -172,20 +170,17 @@ impl ServerContext {
     /// and 0.13 ms at p99 of a keystroke (BENCHMARKS.md). Only a lint that must first show a
     /// configuration problem, which is sent from an async task, goes that way.
     pub fn spawn_publish(&self, uri: Uri) {
-        match self.snapshot_to_lint(&uri) {
-            Ok((snapshot, cached)) if cached.is_some() || snapshot.config_problem.is_none() => {
-                self.publish_in_background(snapshot, cached);
-            }
-            Ok(_) => {
+        // Closed before its lint began: there is nothing to publish.
+        let Ok((snapshot, cached)) = self.snapshot_to_lint(&uri) else { return };
+        match problem_to_show(&snapshot, &cached).map(str::to_owned) {
+            None => self.publish_in_background(snapshot, cached),
+            Some(problem) => {
                 let context = self.clone();
                 tokio::spawn(async move {
-                    if let Ok((snapshot, cached)) = context.to_lint(&uri).await {
-                        context.publish_in_background(snapshot, cached);
-                    }
+                    context.report_problem(&problem).await;
+                    context.publish_in_background(snapshot, cached);
                 });
             }
-            // Closed before its lint began: there is nothing to publish.
-            Err(_) => {}
         }
     }
 
@@ -338,6 +333,12 @@ pub fn unknown_document(uri: &Uri) -> jsonrpc::Error {
         "culint has no open document {}: send textDocument/didOpen before requests about it",
         uri.as_str()
     ))
+}
+
+/// The configuration problem to show before `snapshot` is linted: only a lint that runs meets it,
+/// not a result that was cached.
+fn problem_to_show<'s>(snapshot: &'s Snapshot, cached: &Option<LintResult>) -> Option<&'s str> {
+    snapshot.config_problem.as_deref().filter(|_| cached.is_none())
 }
 
 fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
