@@ -129,10 +129,10 @@ pub fn told_without_reparse(text: &str, tree: &Tree, range: TextRange, inserted:
     if tree.root_node().has_error() {
         return None;
     }
-    let holding = HoldingTheEdit { tree, range, node: OnceCell::new() };
-    if inside_a_comment(text, &holding, inserted)
-        || inside_a_string(text, &holding, inserted)
-        || inside_a_number(text, &holding, inserted)
+    if let Some(holding) = HoldingTheEdit::of(tree, range)
+        && (inside_a_comment(text, &holding, inserted)
+            || inside_a_string(text, &holding, inserted)
+            || inside_a_number(text, &holding, inserted))
     {
         return Some(range);
     }
@@ -191,7 +191,7 @@ fn inside_a_name(text: &str, tree: &Tree, range: TextRange, inserted: &str) -> O
 fn inside_a_comment(text: &str, holding: &HoldingTheEdit<'_>, inserted: &str) -> bool {
     let breaks_a_line = |s: &str| s.bytes().any(|b| matches!(b, b'\n' | b'\r' | b'\x0c' | b'\0'));
     let range = holding.range;
-    if range.start == 0 || breaks_a_line(inserted) || breaks_a_line(&text[range.start..range.end]) {
+    if breaks_a_line(inserted) || breaks_a_line(&text[range.start..range.end]) {
         return false;
     }
     // A comment that holds the byte before the edit holds the edit after its `#`.
@@ -204,12 +204,18 @@ fn inside_a_comment(text: &str, holding: &HoldingTheEdit<'_>, inserted: &str) ->
 /// the characters it types or deletes never descends the tree.
 struct HoldingTheEdit<'t> {
     tree: &'t Tree,
+    /// Never at the start of the text: there is a byte before it.
     range: TextRange,
     node: OnceCell<Option<Node<'t>>>,
 }
 
 impl<'t> HoldingTheEdit<'t> {
-    /// The node, if it is of one of `kinds`. The range must not start the text.
+    /// `None` for an edit at the start of the text, which no token holds after its first byte.
+    fn of(tree: &'t Tree, range: TextRange) -> Option<Self> {
+        (range.start > 0).then(|| Self { tree, range, node: OnceCell::new() })
+    }
+
+    /// The node, if it is of one of `kinds`.
     fn of_kind(&self, kinds: &KindSet) -> Option<Node<'t>> {
         let range = self.range;
         let node = self.node.get_or_init(|| {
@@ -231,7 +237,7 @@ fn inside_a_string(text: &str, holding: &HoldingTheEdit<'_>, inserted: &str) -> 
     let range = holding.range;
     let stops_the_scanner =
         |s: &str| s.bytes().any(|b| matches!(b, b'"' | b'\'' | b'\\' | b'{' | b'}' | b'\n' | b'\r' | b'\x0c' | b'\0'));
-    if range.start == 0 || stops_the_scanner(inserted) || stops_the_scanner(&text[range.start..range.end]) {
+    if stops_the_scanner(inserted) || stops_the_scanner(&text[range.start..range.end]) {
         return false;
     }
     let is_quote = |byte: Option<&u8>| matches!(byte, Some(b'"' | b'\''));
@@ -251,7 +257,7 @@ fn inside_a_number(text: &str, holding: &HoldingTheEdit<'_>, inserted: &str) -> 
     let range = holding.range;
     let digits_only = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
     let bytes = text.as_bytes();
-    if range.start == 0 || !digits_only(inserted) || !digits_only(&text[range.start..range.end]) {
+    if !digits_only(inserted) || !digits_only(&text[range.start..range.end]) {
         return false;
     }
     if !bytes[range.start - 1].is_ascii_digit()
