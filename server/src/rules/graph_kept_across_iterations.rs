@@ -34,7 +34,9 @@ the iteration: `total += loss`, `total = total + loss`, `losses.append(loss)`,
 `outputs_list.append(logits)`, `history["loss"] = loss`, or `self.losses.append(loss)`. The value
 is a loss (what `.backward()` is called on, a criterion or `*_loss` call, `outputs.loss`) or a
 model output, not turned into a plain number or a detached tensor by `.item()`, `.detach()`,
-`float(...)`, `.tolist()` or `.cpu().numpy()`.
+`float(...)`, `.tolist()` or `.cpu().numpy()`. Of a loss function's results unpacked into
+several names (`loss, chosen_rewards = loss_fn(...)`), only the first, or one named as a loss, is
+taken for a loss: loss functions commonly detach what they report beside the loss.
 
 Not flagged when the accumulator is itself backpropagated later (gradient accumulation by
 summing losses), when the accumulator is created afresh in each iteration, or when the loop runs
@@ -236,10 +238,88 @@ fn carries_graph<'a>(model: &Model<'a>, scope: Node<'a>, value: Node<'a>, at: No
         }
         "identifier" => {
             let name = model.node_text(value);
-            is_backward_subject(model, scope, name) || last_assignment(model, name, at).is_some_and(recurse)
+            is_backward_subject(model, scope, name)
+                || last_assignment(model, name, at).is_some_and(|assignment| {
+                    match unpacked_index(model, assignment, name) {
+                        Some(index) => unpacked_carries_graph(model, scope, assignment, index, name, at, depth),
+                        None => assignment.field("right").is_some_and(recurse),
+                    }
+                })
         }
         _ => false,
     }
+}
+
+/// Where `name` sits among the names that `assignment` unpacks (`loss, metrics = ...`); `None`
+/// when it binds the whole value, or sits after a starred name or in a nested pattern.
+fn unpacked_index(model: &Model<'_>, assignment: Node<'_>, name: &str) -> Option<usize> {
+    let left = assignment.field("left")?;
+    if !matches!(left.kind(), "pattern_list" | "tuple_pattern" | "list_pattern") {
+        return None;
+    }
+    let mut cursor = left.walk();
+    for (index, target) in left.named_children(&mut cursor).enumerate() {
+        match target.kind() {
+            "identifier" if model.node_text(target) == name => return Some(index),
+            "identifier" | "attribute" | "subscript" => {}
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// Whether the value unpacked into `name`, the `index`th of the names `assignment` binds,
+/// carries autograd history: that element where the value is written out or a local helper
+/// returns it; any output of a model. Of a loss function's results only the first, or one named
+/// as a loss, is taken for a loss: the others are what it reports beside the loss (rewards,
+/// accuracies), which loss functions commonly detach.
+fn unpacked_carries_graph<'a>(
+    model: &Model<'a>,
+    scope: Node<'a>,
+    assignment: Node<'a>,
+    index: usize,
+    name: &str,
+    at: Node<'a>,
+    depth: usize,
+) -> bool {
+    let Some(right) = assignment.field("right") else { return false };
+    let recurse = |v: Node<'a>| carries_graph(model, scope, v, at, depth + 1);
+    match right.kind() {
+        "expression_list" | "tuple" | "list" => element(right, index).is_some_and(recurse),
+        "call" => {
+            if let CallTarget::Local(function) = model.resolve_call(right) {
+                return returned_values(function).into_iter().any(|returned| {
+                    let returned = if is_sequence(returned) { element(returned, index) } else { Some(returned) };
+                    returned.is_some_and(|returned| carries_graph(model, function, returned, returned, depth + 1))
+                });
+            }
+            if !model.calls_a_model(right) && names_a_loss(model.callee_name(right).unwrap_or_default()) {
+                return index == 0 || name.to_ascii_lowercase().contains("loss");
+            }
+            call_carries_graph(model, right, recurse)
+        }
+        _ => recurse(right),
+    }
+}
+
+fn is_sequence(node: Node<'_>) -> bool {
+    matches!(node.kind(), "expression_list" | "tuple" | "list")
+}
+
+/// The `index`th element of a written-out sequence.
+fn element(sequence: Node<'_>, index: usize) -> Option<Node<'_>> {
+    let mut cursor = sequence.walk();
+    let elements: Vec<Node<'_>> = sequence.named_children(&mut cursor).filter(|e| e.kind() != "comment").collect();
+    if elements.iter().any(|e| e.kind() == "list_splat") {
+        return None;
+    }
+    elements.get(index).copied()
+}
+
+/// A function named as computing a loss: `criterion`, `compute_loss`, `F.cross_entropy`.
+fn names_a_loss(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    lower.contains("loss") || lower.contains("criterion") || lower.contains("cross_entropy") || lower == "kl_div"
 }
 
 fn call_carries_graph<'a>(model: &Model<'a>, call: Node<'a>, recurse: impl Fn(Node<'a>) -> bool) -> bool {
@@ -257,8 +337,7 @@ fn call_carries_graph<'a>(model: &Model<'a>, call: Node<'a>, recurse: impl Fn(No
     if model.calls_a_model(call) {
         return true;
     }
-    let lower = name.to_ascii_lowercase();
-    if lower.contains("loss") || lower.contains("criterion") || lower.contains("cross_entropy") || lower == "kl_div" {
+    if names_a_loss(name) {
         return true;
     }
     if let Some(receiver) = ast::receiver(call).filter(|r| model.qualified_name(*r).is_none()) {
@@ -293,7 +372,7 @@ fn is_backward_subject(model: &Model<'_>, scope: Node<'_>, name: &str) -> bool {
     })
 }
 
-/// The right side of the last assignment to `name` before `at`, in the same function.
+/// The last assignment to `name` before `at`, in the same function.
 fn last_assignment<'a>(model: &Model<'a>, name: &str, at: Node<'a>) -> Option<Node<'a>> {
     let function = model.enclosing_function(at).map(|f| f.id());
     model
@@ -301,7 +380,7 @@ fn last_assignment<'a>(model: &Model<'a>, name: &str, at: Node<'a>) -> Option<No
         .iter()
         .filter(|a| model.enclosing_function(**a).map(|f| f.id()) == function && ast::precedes(**a, at))
         .max_by_key(|a| a.start_byte())
-        .and_then(|a| a.field("right"))
+        .copied()
 }
 
 /// The accumulator, or something computed from it, is backpropagated: `total.backward()`,
@@ -323,7 +402,7 @@ fn accumulator_is_backpropagated<'a>(model: &Model<'a>, scope: Node<'a>, accumul
         }
         // One step of indirection: `loss = sum(losses)` then `loss.backward()`.
         if let Some(root) = ast::root_identifier(subject)
-            && let Some(value) = last_assignment(model, model.node_text(root), call)
+            && let Some(value) = last_assignment(model, model.node_text(root), call).and_then(|a| a.field("right"))
             && mentions(value, model.text, name)
         {
             return true;

@@ -49,9 +49,11 @@ depth, batch size and sequence length, and for large models it dwarfs the weight
 keeps only each block's input and recomputes the rest during the backward, trading about a third
 more compute for most of that memory.
 
-Not flagged: base-size encoders (`bert-base`), experts whose outputs are summed rather than
-chained, files that only define a model without training it, and files where checkpointing is on
-in any form: `gradient_checkpointing_enable()`, `enable_gradient_checkpointing()`,
+Not flagged: base-size encoders (`bert-base`), test models whose name says tiny
+(`hf-internal-testing/tiny-random-gpt2`, written out or bound to a name that holds only such
+names), experts whose outputs are summed rather than chained, files that only define a model
+without training it, and files where checkpointing is on in any form:
+`gradient_checkpointing_enable()`, `enable_gradient_checkpointing()`,
 `TrainingArguments(gradient_checkpointing=...)`, `torch.utils.checkpoint`,
 `apply_activation_checkpointing`, peft's `prepare_model_for_kbit_training`, or a flag that switches
 any of these.
@@ -88,6 +90,11 @@ static LARGE_MODEL_CLASS: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(ForCausalLM|ForSeq2SeqLM|ForConditionalGeneration|LMHeadModel|^UNet\w*Model$|Transformer2DModel$|Transformer3DModel$|^\w*Transformer\w*Model$)")
         .expect("model class regex compiles")
 });
+
+/// A name that says the model is tiny: the test models of the Hub (`hf-internal-testing/tiny-random-gpt2`,
+/// `sshleifer/tiny-gpt2`), a few thousand parameters.
+static TINY: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)(?:^|[-_/.])tiny(?:$|[-_/.])").expect("tiny regex compiles"));
 
 /// A stated size of at least one billion parameters: `7b`, `1.3B`, `70B`, `8x7b`.
 static BILLIONS: LazyLock<Regex> =
@@ -135,12 +142,15 @@ enum LargeModel {
     Other,
 }
 
-fn large_model_kind(model: &Model<'_>, call: Node<'_>) -> Option<LargeModel> {
+fn large_model_kind<'a>(model: &Model<'a>, call: Node<'a>) -> Option<LargeModel> {
     let qualified = model.call_qualified_name(call)?;
     let library = qualified.split('.').next().unwrap_or_default();
     let method = qualified.rsplit('.').next().unwrap_or_default();
     let class = qualified.rsplit('.').nth(1).unwrap_or_default();
     let name = model_name_argument(model, call);
+    if names_only_tiny_models(model, call) {
+        return None;
+    }
     let kind = match library {
         "transformers" | "peft" | "trl" => LargeModel::Transformers,
         "diffusers" => LargeModel::Diffusers,
@@ -160,6 +170,54 @@ fn model_name_argument(model: &Model<'_>, call: Node<'_>) -> Option<String> {
         .or_else(|| ast::keyword_arg(call, "pretrained_model_name_or_path", model.text))
         .or_else(|| ast::keyword_arg(call, "model_name", model.text))?;
     ast::string_value(argument, model.text)
+}
+
+/// Every name the loaded model can have says it is tiny, and none states a billion parameters:
+/// a string literal, or a name bound only to such literals (a test's `model_id = "..."` in the
+/// function around the call, or else `MODEL_ID = "..."` at module level), not a parameter of that
+/// function.
+fn names_only_tiny_models<'a>(model: &Model<'a>, call: Node<'a>) -> bool {
+    let Some(argument) = ast::positional_args(call)
+        .first()
+        .copied()
+        .or_else(|| ast::keyword_arg(call, "pretrained_model_name_or_path", model.text))
+    else {
+        return false;
+    };
+    let is_tiny = |name: &str| TINY.is_match(name) && !stated_billions(name);
+    if let Some(name) = ast::string_value(argument, model.text) {
+        return is_tiny(&name);
+    }
+    if argument.kind() != "identifier" {
+        return false;
+    }
+    let variable = model.node_text(argument);
+    let function = model.enclosing_function(call);
+    let is_parameter = function.and_then(|f| f.field("parameters")).is_some_and(|parameters| {
+        let mut cursor = parameters.walk();
+        parameters.named_children(&mut cursor).any(|p| {
+            let name = if p.kind() == "identifier" { Some(p) } else { p.field("name").or_else(|| p.named_child(0)) };
+            name.is_some_and(|n| model.node_text(n) == variable)
+        })
+    });
+    let in_function = |assignment: &&Node<'a>, function: Option<Node<'a>>| {
+        model.enclosing_function(**assignment).map(|f| f.id()) == function.map(|f| f.id())
+    };
+    let mut assignments: Vec<&Node<'a>> =
+        model.assignments_to(variable).iter().filter(|a| in_function(a, function)).collect();
+    if assignments.is_empty() {
+        assignments = model.assignments_to(variable).iter().filter(|a| in_function(a, None)).collect();
+    }
+    !is_parameter
+        && !assignments.is_empty()
+        && assignments.iter().all(|assignment| {
+            assignment.kind() == "assignment"
+                && assignment.field("left").is_some_and(|left| left.kind() == "identifier")
+                && assignment
+                    .field("right")
+                    .and_then(|right| ast::string_value(right, model.text))
+                    .is_some_and(|name| is_tiny(&name))
+        })
 }
 
 fn stated_billions(name: &str) -> bool {

@@ -36,8 +36,10 @@ divided by the accumulation count.
 
 Not flagged when a division happens anywhere on the way from the loss to `.backward()`
 (`loss = loss / accum`, `loss /= accum`, `(loss / accum).backward()`, a division where the loss is
-computed), when the gradients are divided before the step, or when `accelerator.backward(loss)`
-or a DeepSpeed engine's `backward` does the scaling.
+computed), when the gradients are divided before the step (`p.grad /= accum`,
+`torch._foreach_div_(grads, accum)`, a helper named for it such as
+`scale_grads(model, 1 / num_tokens)`, or a helper of the file that does one of these), or when
+`accelerator.backward(loss)` or a DeepSpeed engine's `backward` does the scaling.
 
 ## Why is this bad?
 Gradients add up in `.grad` over the `accum` micro-batches, so the step applies `accum` times the
@@ -263,23 +265,37 @@ fn assignments_before<'a>(model: &Model<'a>, step_loop: Node<'a>, name: &str, ca
     found
 }
 
-/// `p.grad /= accum` or `p.grad.div_(accum)` in the loop: the gradients are scaled instead.
-fn divides_gradients(model: &Model<'_>, step_loop: Node<'_>) -> bool {
+/// The gradients are scaled instead, in the loop: `p.grad /= accum`, `p.grad.div_(accum)`,
+/// `torch._foreach_div_(grads, accum)`, a helper named for it (`scale_grads(model, 1 / tokens)`,
+/// as torchtune's recipes normalise by the tokens of the whole accumulation), or a helper of this
+/// file that does one of these.
+fn divides_gradients<'a>(model: &Model<'a>, step_loop: Node<'a>) -> bool {
+    scales_gradients_within(model, step_loop, true)
+}
+
+fn scales_gradients_within<'a>(model: &Model<'a>, within: Node<'a>, follow_helpers: bool) -> bool {
     let is_grad = |n: Node<'_>| {
         let text = model.node_text(n);
         text.ends_with(".grad") || text.ends_with(".grad.data")
     };
-    let mut stack = vec![step_loop];
-    let mut cursor = step_loop.walk();
+    let mut stack = vec![within];
+    let mut cursor = within.walk();
     while let Some(node) = stack.pop() {
         let scales = match node.kind() {
             "augmented_assignment" => {
                 node.field("operator").is_some_and(|o| matches!(o.kind(), "/=" | "*="))
                     && node.field("left").is_some_and(is_grad)
             }
-            "call" => {
-                matches!(model.callee_name(node), Some("div_" | "mul_")) && ast::receiver(node).is_some_and(is_grad)
-            }
+            "call" => match model.callee_name(node) {
+                Some("div_" | "mul_") => ast::receiver(node).is_some_and(is_grad),
+                Some("_foreach_div_" | "_foreach_mul_") => true,
+                Some(name) if names_gradient_scaling(name) => true,
+                _ => {
+                    follow_helpers
+                        && matches!(model.resolve_call(node), CallTarget::Local(helper)
+                            if scales_gradients_within(model, helper, false))
+                }
+            },
             _ => false,
         };
         if scales {
@@ -288,6 +304,17 @@ fn divides_gradients(model: &Model<'_>, step_loop: Node<'_>) -> bool {
         stack.extend(node.named_children(&mut cursor).collect::<Vec<_>>());
     }
     false
+}
+
+/// A function named for scaling gradients, by the words of its name: `scale_grads`,
+/// `rescale_gradients`, `divide_grads`, `normalize_gradients`. Not clipping (`clip_grad_norm_`),
+/// not mixed precision's unscaling (`unscale_grads`), and not `average_gradients`, which in a
+/// data-parallel script divides by the number of processes, not by the accumulation.
+fn names_gradient_scaling(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    let words = || lower.split('_').filter(|word| !word.is_empty());
+    words().any(|word| word.starts_with("grad"))
+        && words().any(|word| ["scale", "rescale", "div", "normaliz"].iter().any(|verb| word.starts_with(verb)))
 }
 
 /// `loss = loss / accum` before the backward, when the loss is a plain name.
