@@ -8,7 +8,7 @@ use crate::fix::{Edit, Fix};
 use crate::grammar_ids::FieldChild;
 use crate::lint::Checker;
 use crate::prefilter::{self, Enclosing};
-use crate::semantic::{Model, ast, is_eval_function_name};
+use crate::semantic::{CallTarget, Model, ast, is_eval_function_name};
 use crate::text::{TextRange, indentation_at, line_ending, line_start};
 
 pub const RULE: Rule = Rule {
@@ -38,14 +38,17 @@ const DOC: &str = r#"# eval-without-no-grad (CUL402)
 Flags an eval loop that runs a model with autograd on. An eval loop is a loop with no
 `.backward()` and no optimizer step that calls a model, in a function named like
 `evaluate`/`validate`/`test*`/`predict*`/`infer*`, or after `model.eval()` in the same function.
-Calls that build or fetch a model (`Net(config)`, `model_class(config)`, `get_model()`) do not
-count as running it, and files that do not use PyTorch are not checked. It is flagged when no
+Calls that build or fetch a model (`Net(config)`, `model_class(config)`, `get_model()`) and
+calls of the file's own functions (`freeze_bn_for_model(module)`) do not count as running it, a
+pytest method (`TestX.test_y`) is not named for evaluating, and files that do not use PyTorch are
+not checked. It is flagged when no
 `torch.no_grad()`, `torch.inference_mode()` or
 `torch.set_grad_enabled(False)` covers it: not as a `with` around the loop or around the model
 calls, not as a decorator of the function, and not around every call site of the function.
 
 Not flagged: loops that need gradients (`torch.autograd.grad`, `requires_grad_()`,
-`torch.enable_grad()`), Lightning's `validation_step`/`test_step`/`predict_step` (Lightning
+`torch.enable_grad()`), loops whose kept outputs the function backpropagates later
+(`outputs.append(model(x))`, then `outputs[i].backward()`), Lightning's `validation_step`/`test_step`/`predict_step` (Lightning
 disables gradients there), loops that only call `model.generate(...)` (which disables them
 itself), and files that freeze parameters with `requires_grad_(False)`.
 
@@ -198,8 +201,13 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
 }
 
 /// A call that runs a model rather than asks it something: not `model.generate(...)` (which
-/// disables gradients itself), not `get_model()`, `load_model(...)` or `self.add_module(...)`.
-fn runs_the_model(model: &Model<'_>, call: Node<'_>) -> bool {
+/// disables gradients itself), not `get_model()`, `load_model(...)` or `self.add_module(...)`,
+/// and not a function of this file, whatever its name says (`turn_on_eval_for_model(module)`
+/// configures a model; it is a helper, not the model).
+fn runs_the_model<'a>(model: &Model<'a>, call: Node<'a>) -> bool {
+    if matches!(model.resolve_call(call), CallTarget::Local(_)) {
+        return false;
+    }
     let raw = model.callee_name(call).unwrap_or_default();
     let name = raw.trim_start_matches('_').to_ascii_lowercase();
     // `Net(config)` and `model_class(config)` build a model; `exported.module()` returns one.

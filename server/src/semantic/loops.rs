@@ -382,19 +382,76 @@ fn is_eval_loop<'a>(model: &Model<'a>, node: Node<'a>) -> bool {
         return false;
     }
     let function = model.enclosing_function(node);
-    if let Some(name) = function.and_then(|f| ast::function_name(f, model.text))
-        && is_eval_function_name(name)
-    {
-        return true;
-    }
+    let named_for_eval = function.is_some_and(|f| {
+        ast::function_name(f, model.text)
+            .is_some_and(|name| is_eval_function_name(name) && !is_pytest_method(model, f, name))
+    });
     // `model.eval()` earlier in the same function (or at module level, earlier in the file).
     let scope_start = function.map_or(0, |f| f.start_byte());
-    model.calls_named_starting_in("eval", scope_start, node.start_byte()).iter().any(|call| {
-        ast::precedes(*call, node)
-            && model.enclosing_function(*call).map(|f| f.id()) == function.map(|f| f.id())
-            && ast::positional_args(*call).is_empty()
-            && ast::receiver(*call).is_some()
-            && !is_train_switched_back(model, *call, node)
+    let after_eval_call = || {
+        model.calls_named_starting_in("eval", scope_start, node.start_byte()).iter().any(|call| {
+            ast::precedes(*call, node)
+                && model.enclosing_function(*call).map(|f| f.id()) == function.map(|f| f.id())
+                && ast::positional_args(*call).is_empty()
+                && ast::receiver(*call).is_some()
+                && !is_train_switched_back(model, *call, node)
+        })
+    };
+    (named_for_eval || after_eval_call()) && !kept_for_a_later_backward(model, node, function)
+}
+
+/// A test of a pytest class (`TestPolicy.test_ops_saved`): named `test_...` for pytest, not
+/// for evaluating a model, as `test(model, loader)` is.
+fn is_pytest_method<'a>(model: &Model<'a>, function: Node<'a>, name: &str) -> bool {
+    name.starts_with("test_")
+        && model
+            .method_class(function)
+            .and_then(|class| class.field("name"))
+            .is_some_and(|class| model.node_text(class).starts_with("Test"))
+}
+
+/// The loop keeps what it computes (`outputs.append(model(x))`, `total += loss`) and the same
+/// function backpropagates it after the loop: a forward pass that a later loop takes backward,
+/// as pipeline schedules and gradient-accumulation tests run them, needs autograd on.
+fn kept_for_a_later_backward<'a>(model: &Model<'a>, node: Node<'a>, function: Option<Node<'a>>) -> bool {
+    let mut kept: Vec<&str> = Vec::new();
+    for call in model.own_calls_within(node) {
+        if matches!(model.callee_name(call), Some("append" | "extend" | "insert"))
+            && let Some(root) = ast::receiver(call).and_then(ast::root_identifier)
+        {
+            kept.push(model.node_text(root));
+        }
+    }
+    if kept.is_empty() {
+        return false;
+    }
+    let backward_calls: Vec<Node<'a>> = match function {
+        Some(function) => model.calls_named_within("backward", function).collect(),
+        None => {
+            model.calls_named("backward").iter().copied().filter(|c| model.enclosing_function(*c).is_none()).collect()
+        }
+    };
+    let mentions_kept = |node: Node<'_>| kept.iter().any(|name| super::training::mentions(node, model.text, name));
+    // A name assigned from what the loop kept, in the same scope: `loss = outputs[i]`.
+    let assigned_from_kept = |subject: Node<'a>, call: Node<'a>| {
+        let Some(root) = ast::root_identifier(subject) else { return false };
+        let name = model.node_text(root);
+        let scope = function.unwrap_or_else(|| model.tree.root_node());
+        model.assignments_to_within(name, scope).any(|assignment| {
+            ast::precedes(assignment, call)
+                && model.enclosing_function(assignment).map(|f| f.id()) == function.map(|f| f.id())
+                && assignment.field("right").is_some_and(mentions_kept)
+        })
+    };
+    backward_calls.into_iter().filter(|call| ast::precedes(node, *call)).any(|call| {
+        let subject = model.backward_subject(call).or_else(|| ast::positional_args(call).first().copied());
+        // `outputs[i].backward()`, `sum(outputs).backward()`, `loss = outputs[i]` then
+        // `loss.backward()`, or a loop over them: `for output in outputs: output.backward()`.
+        subject.is_some_and(|subject| mentions_kept(subject) || assigned_from_kept(subject, call))
+            || model
+                .ancestors(call)
+                .take_while(|a| !ast::is_function_boundary(*a))
+                .any(|a| a.kind() == "for_statement" && a.field("right").is_some_and(mentions_kept))
     })
 }
 
