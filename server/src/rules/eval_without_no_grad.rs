@@ -40,8 +40,8 @@ Flags an eval loop that runs a model with autograd on. An eval loop is a loop wi
 `evaluate`/`validate`/`test*`/`predict*`/`infer*`, or after `model.eval()` in the same function.
 Calls that build or fetch a model (`Net(config)`, `model_class(config)`, `get_model()`) and
 calls of the file's own functions (`freeze_bn_for_model(module)`) do not count as running it, a
-pytest method (`TestX.test_y`) is not named for evaluating, and files that do not use PyTorch are
-not checked. It is flagged when no
+pytest test (`TestX.test_y`, or `test_y` under a `@pytest...` decorator) is not named for
+evaluating, and files that do not use PyTorch are not checked. It is flagged when no
 `torch.no_grad()`, `torch.inference_mode()` or
 `torch.set_grad_enabled(False)` covers it: not as a `with` around the loop or around the model
 calls, not as a decorator of the function, and not around every call site of the function.

@@ -384,7 +384,7 @@ fn is_eval_loop<'a>(model: &Model<'a>, node: Node<'a>) -> bool {
     let function = model.enclosing_function(node);
     let named_for_eval = function.is_some_and(|f| {
         ast::function_name(f, model.text)
-            .is_some_and(|name| is_eval_function_name(name) && !is_pytest_method(model, f, name))
+            .is_some_and(|name| is_eval_function_name(name) && !is_pytest_test(model, f, name))
     });
     // `model.eval()` earlier in the same function (or at module level, earlier in the file).
     let scope_start = function.map_or(0, |f| f.start_byte());
@@ -400,14 +400,16 @@ fn is_eval_loop<'a>(model: &Model<'a>, node: Node<'a>) -> bool {
     (named_for_eval || after_eval_call()) && !kept_for_a_later_backward(model, node, function)
 }
 
-/// A test of a pytest class (`TestPolicy.test_ops_saved`): named `test_...` for pytest, not
-/// for evaluating a model, as `test(model, loader)` is.
-fn is_pytest_method<'a>(model: &Model<'a>, function: Node<'a>, name: &str) -> bool {
+/// A pytest test (a `test_...` method of a `Test...` class, or a `test_...` function under a
+/// `@pytest...` decorator): named for pytest, not for evaluating a model, as `test(model, loader)`
+/// is.
+fn is_pytest_test<'a>(model: &Model<'a>, function: Node<'a>, name: &str) -> bool {
     name.starts_with("test_")
-        && model
+        && (model
             .method_class(function)
             .and_then(|class| class.field("name"))
             .is_some_and(|class| model.node_text(class).starts_with("Test"))
+            || model.decorators(function).iter().any(|decorator| model.node_text(*decorator).starts_with("pytest.")))
 }
 
 /// The loop keeps what it computes (`outputs.append(model(x))`, `total += loss`) and the same
