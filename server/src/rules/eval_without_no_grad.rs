@@ -48,9 +48,10 @@ calls, not as a decorator of the function, and not around every call site of the
 
 Not flagged: loops that need gradients (`torch.autograd.grad`, `requires_grad_()`,
 `torch.enable_grad()`), loops whose kept outputs the function backpropagates later
-(`outputs.append(model(x))`, then `outputs[i].backward()`), Lightning's `validation_step`/`test_step`/`predict_step` (Lightning
-disables gradients there), loops that only call `model.generate(...)` (which disables them
-itself), and files that freeze parameters with `requires_grad_(False)`.
+(`outputs.append(model(x))`, then `outputs[i].backward()`), Lightning's
+`validation_step`/`test_step`/`predict_step` (Lightning disables gradients there), loops that only
+call `model.generate(...)` (which disables them itself), and files that freeze parameters with
+`requires_grad_(False)`.
 
 ## Why is this bad?
 `model.eval()` changes dropout and batch-norm behaviour; it does not turn autograd off. With

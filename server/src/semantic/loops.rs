@@ -412,9 +412,9 @@ fn is_pytest_test<'a>(model: &Model<'a>, function: Node<'a>, name: &str) -> bool
             || model.decorators(function).iter().any(|decorator| model.node_text(*decorator).starts_with("pytest.")))
 }
 
-/// The loop keeps what it computes (`outputs.append(model(x))`, `total += loss`) and the same
-/// function backpropagates it after the loop: a forward pass that a later loop takes backward,
-/// as pipeline schedules and gradient-accumulation tests run them, needs autograd on.
+/// The loop keeps what it computes in a list (`outputs.append(model(x))`) and the same function
+/// backpropagates it after the loop: a forward pass that a later loop takes backward, as pipeline
+/// schedules and gradient-accumulation tests run them, needs autograd on.
 fn kept_for_a_later_backward<'a>(model: &Model<'a>, node: Node<'a>, function: Option<Node<'a>>) -> bool {
     let mut kept: Vec<&str> = Vec::new();
     for call in model.own_calls_within(node) {
