@@ -178,12 +178,7 @@ fn is_module_level(model: &Model<'_>, name: &str, function: Node<'_>) -> bool {
     let assignments = model.assignments_to(name);
     assignments.iter().any(|a| model.enclosing_function(*a).is_none())
         && !assignments.iter().any(|a| ast::contains(function, *a))
-        && !is_parameter(model, function, name)
-}
-
-fn is_parameter(model: &Model<'_>, function: Node<'_>, name: &str) -> bool {
-    let Some(parameters) = function.field("parameters") else { return false };
-    mentions(parameters, model.text, name)
+        && !ast::is_parameter(function, name, model.text)
 }
 
 /// Names bound by the `for` targets of the step loop and of loops inside it around `at`.

@@ -193,13 +193,7 @@ fn names_only_tiny_models<'a>(model: &Model<'a>, call: Node<'a>) -> bool {
     }
     let variable = model.node_text(argument);
     let function = model.enclosing_function(call);
-    let is_parameter = function.and_then(|f| f.field("parameters")).is_some_and(|parameters| {
-        let mut cursor = parameters.walk();
-        parameters.named_children(&mut cursor).any(|p| {
-            let name = if p.kind() == "identifier" { Some(p) } else { p.field("name").or_else(|| p.named_child(0)) };
-            name.is_some_and(|n| model.node_text(n) == variable)
-        })
-    });
+    let is_parameter = function.is_some_and(|f| ast::is_parameter(f, variable, model.text));
     let in_function = |assignment: &&Node<'a>, function: Option<Node<'a>>| {
         model.enclosing_function(**assignment).map(|f| f.id()) == function.map(|f| f.id())
     };

@@ -522,7 +522,7 @@ fn origin<'a>(
                 Some(assignment) => assignment
                     .field("right")
                     .map_or(Origin::Unrelated, |right| origin(model, forward, right, assignment, depth + 1, budget)),
-                None if is_parameter(model, forward, name) => Origin::Input,
+                None if ast::is_parameter(forward, name, model.text) => Origin::Input,
                 None => Origin::Unrelated,
             }
         }
@@ -593,19 +593,6 @@ fn call_arguments(call: Node<'_>) -> Vec<Node<'_>> {
         }
     }
     inputs
-}
-
-fn is_parameter(model: &Model<'_>, function: Node<'_>, name: &str) -> bool {
-    let Some(parameters) = function.field("parameters") else { return false };
-    let mut cursor = parameters.walk();
-    parameters.named_children(&mut cursor).any(|p| {
-        let name_node = match p.kind() {
-            "identifier" => Some(p),
-            "list_splat_pattern" | "dictionary_splat_pattern" => p.named_child(0),
-            _ => p.field("name").or_else(|| p.named_child(0)),
-        };
-        name_node.is_some_and(|n| n.kind() == "identifier" && model.node_text(n) == name)
-    })
 }
 
 /// The last assignment to a local of `forward` before `at`.

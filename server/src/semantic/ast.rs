@@ -235,6 +235,24 @@ pub fn body(node: Node<'_>) -> Option<Node<'_>> {
     node.field("body").or_else(|| node.field("consequence"))
 }
 
+/// Whether `name` is one of `function`'s parameters: `x`, `x: int`, `x=1`, `x: int = 1`,
+/// `*args`, `**kwargs`.
+pub fn is_parameter(function: Node<'_>, name: &str, source: &str) -> bool {
+    let Some(parameters) = function.field("parameters") else { return false };
+    let mut cursor = parameters.walk();
+    parameters.named_children(&mut cursor).any(|parameter| {
+        let mut bound = match parameter.kind() {
+            "identifier" => Some(parameter),
+            _ => parameter.field("name").or_else(|| parameter.named_child(0)),
+        };
+        // `*args: int` holds its name one level further down.
+        if let Some(splat) = bound.filter(|b| matches!(b.kind(), "list_splat_pattern" | "dictionary_splat_pattern")) {
+            bound = splat.named_child(0);
+        }
+        bound.is_some_and(|b| b.kind() == "identifier" && text(b, source) == name)
+    })
+}
+
 /// Names bound by an assignment target: `x`, `a, b`, `(a, b)`; attributes give `self.x`.
 pub fn target_names<'a>(target: Node<'_>, source: &'a str) -> Vec<&'a str> {
     match target.kind() {

@@ -678,20 +678,8 @@ impl<'a> Model<'a> {
     /// assignment earlier in that function, or a module-level assignment or import.
     pub fn is_visible_at(&self, name: &str, at: Node<'a>) -> bool {
         let function = self.enclosing_function(at);
-        if let Some(function) = function
-            && let Some(parameters) = function.field("parameters")
-        {
-            let mut cursor = parameters.walk();
-            let is_parameter = parameters.named_children(&mut cursor).any(|p| {
-                let name_node = match p.kind() {
-                    "identifier" => Some(p),
-                    _ => p.field("name").or_else(|| p.named_child(0)),
-                };
-                name_node.is_some_and(|n| n.kind() == "identifier" && self.node_text(n) == name)
-            });
-            if is_parameter {
-                return true;
-            }
+        if function.is_some_and(|function| ast::is_parameter(function, name, self.text)) {
+            return true;
         }
         if self.imports.binding(name).is_some() {
             return true;
