@@ -39,7 +39,8 @@ Flags an eval loop that runs a model with autograd on. An eval loop is a loop wi
 `.backward()` and no optimizer step that calls a model, in a function named like
 `evaluate`/`validate`/`test*`/`predict*`/`infer*`, or after `model.eval()` in the same function.
 Calls that build or fetch a model (`Net(config)`, `model_class(config)`, `get_model()`) and
-calls of the file's own functions (`freeze_bn_for_model(module)`) do not count as running it, a
+calls of the file's own functions whose bodies run no model (`freeze_bn_for_model(module)`) do
+not count as running it, a
 pytest test (`TestX.test_y`, or `test_y` under a `@pytest...` decorator) is not named for
 evaluating, and files that do not use PyTorch are not checked. It is flagged when no
 `torch.no_grad()`, `torch.inference_mode()` or
@@ -202,13 +203,23 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
 }
 
 /// A call that runs a model rather than asks it something: not `model.generate(...)` (which
-/// disables gradients itself), not `get_model()`, `load_model(...)` or `self.add_module(...)`,
-/// and not a function of this file, whatever its name says (`turn_on_eval_for_model(module)`
-/// configures a model; it is a helper, not the model).
+/// disables gradients itself), not `get_model()`, `load_model(...)` or `self.add_module(...)`.
+/// A function of this file runs the model when its own body does, whatever its name says:
+/// `predict_with_model(model, x)` returning `model(x)` does, `turn_on_eval_for_model(module)`,
+/// which only configures one, does not.
 fn runs_the_model<'a>(model: &Model<'a>, call: Node<'a>) -> bool {
-    if matches!(model.resolve_call(call), CallTarget::Local(_)) {
-        return false;
+    match model.resolve_call(call) {
+        CallTarget::Local(helper) => model.own_calls_within(helper).any(|inner| {
+            model.calls_a_model(inner)
+                && !matches!(model.resolve_call(inner), CallTarget::Local(_))
+                && named_as_running(model, inner)
+        }),
+        _ => named_as_running(model, call),
     }
+}
+
+/// What the callee's name says: a model's call, not a constructor or a question asked of it.
+fn named_as_running(model: &Model<'_>, call: Node<'_>) -> bool {
     let raw = model.callee_name(call).unwrap_or_default();
     let name = raw.trim_start_matches('_').to_ascii_lowercase();
     // `Net(config)` and `model_class(config)` build a model; `exported.module()` returns one.

@@ -280,7 +280,7 @@ fn unpacked_carries_graph<'a>(
     let Some(right) = assignment.field("right") else { return false };
     let recurse = |v: Node<'a>| carries_graph(model, scope, v, at, depth + 1);
     match right.kind() {
-        "expression_list" | "tuple" | "list" => element(right, index).is_some_and(recurse),
+        _ if is_sequence(right) => element(right, index).is_some_and(recurse),
         "call" => {
             if let CallTarget::Local(function) = model.resolve_call(right) {
                 return returned_values(function).into_iter().any(|returned| {

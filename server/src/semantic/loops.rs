@@ -427,25 +427,22 @@ fn kept_for_a_later_backward<'a>(model: &Model<'a>, node: Node<'a>, function: Op
     if kept.is_empty() {
         return false;
     }
-    let backward_calls: Vec<Node<'a>> = match function {
-        Some(function) => model.calls_named_within("backward", function).collect(),
-        None => {
-            model.calls_named("backward").iter().copied().filter(|c| model.enclosing_function(*c).is_none()).collect()
-        }
-    };
+    // The loop's own function (or the module, for a loop at module level), not functions in it.
+    let scope = function.unwrap_or_else(|| model.tree.root_node());
+    let in_scope = |n: Node<'a>| model.enclosing_function(n).map(|f| f.id()) == function.map(|f| f.id());
     let mentions_kept = |node: Node<'_>| kept.iter().any(|name| super::training::mentions(node, model.text, name));
-    // A name assigned from what the loop kept, in the same scope: `loss = outputs[i]`.
+    // A name assigned from what the loop kept: `loss = outputs[i]`.
     let assigned_from_kept = |subject: Node<'a>, call: Node<'a>| {
         let Some(root) = ast::root_identifier(subject) else { return false };
-        let name = model.node_text(root);
-        let scope = function.unwrap_or_else(|| model.tree.root_node());
-        model.assignments_to_within(name, scope).any(|assignment| {
+        model.assignments_to_within(model.node_text(root), scope).any(|assignment| {
             ast::precedes(assignment, call)
-                && model.enclosing_function(assignment).map(|f| f.id()) == function.map(|f| f.id())
+                && in_scope(assignment)
                 && assignment.field("right").is_some_and(mentions_kept)
         })
     };
-    backward_calls.into_iter().filter(|call| ast::precedes(node, *call)).any(|call| {
+    let mut backward_calls =
+        model.calls_named_within("backward", scope).filter(|c| ast::precedes(node, *c) && in_scope(*c));
+    backward_calls.any(|call| {
         let subject = model.backward_subject(call).or_else(|| ast::positional_args(call).first().copied());
         // `outputs[i].backward()`, `sum(outputs).backward()`, `loss = outputs[i]` then
         // `loss.backward()`, or a loop over them: `for output in outputs: output.backward()`.
