@@ -40,12 +40,15 @@ Flags an eval loop that runs a model with autograd on. An eval loop is a loop wi
 `evaluate`/`validate`/`test*`/`predict*`/`infer*`, or after `model.eval()` in the same function.
 Calls that build or fetch a model (`Net(config)`, `model_class(config)`, `get_model()`) and
 calls of the file's own functions whose bodies run no model (`freeze_bn_for_model(module)`) do
-not count as running it, a
-pytest test (`TestX.test_y`, or `test_y` under a `@pytest...` decorator) is not named for
-evaluating, and files that do not use PyTorch are not checked. It is flagged when no
-`torch.no_grad()`, `torch.inference_mode()` or
-`torch.set_grad_enabled(False)` covers it: not as a `with` around the loop or around the model
-calls, not as a decorator of the function, and not around every call site of the function.
+not count as running it. Nor do calls of a name bound only to an ultralytics model (`YOLO(...)`,
+which predicts under `inference_mode`), a transformers `pipeline(...)` (which runs under
+`no_grad`) or a Python module (`importlib.import_module(...)`). A pytest test (`TestX.test_y`,
+`test_y` under a `@pytest...` decorator, or a top-level `test_y` in a `test_*.py` or `*_test.py`
+file) is not named for evaluating, and files that do not use PyTorch are not checked. It is
+flagged when no `torch.no_grad()`, `torch.inference_mode()` or `torch.set_grad_enabled(False)`
+covers it: not as a `with` around the loop or around the model calls, not as a decorator of the
+function, and not around every call site of the function. A project's own wrapper named for one
+of them (`@smart_inference_mode()`, `with maybe_no_grad():`) counts as one.
 
 Not flagged: loops that need gradients (`torch.autograd.grad`, `requires_grad_()`,
 `torch.enable_grad()`), loops whose kept outputs the function backpropagates later

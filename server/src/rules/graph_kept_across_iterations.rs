@@ -39,8 +39,12 @@ several names (`loss, chosen_rewards = loss_fn(...)`), only the first, or one na
 taken for a loss: loss functions commonly detach what they report beside the loss.
 
 Not flagged when the accumulator is itself backpropagated later (gradient accumulation by
-summing losses), when the accumulator is created afresh in each iteration, or when the loop runs
-under `torch.no_grad()` / `torch.inference_mode()`.
+summing losses, or a pipeline schedule that pops each kept output and hands it to its
+`backward_step`), when the loop detaches the value right after its own backward
+(`loss.backward()` then `loss = loss.detach()`) and keeps it whole only where it does not
+backpropagate it, when the accumulator is created afresh in each iteration, or when the loop runs
+under `torch.no_grad()` / `torch.inference_mode()`, or in the `forward` of a custom
+`torch.autograd.Function` outside `torch.enable_grad()`.
 
 ## Why is this bad?
 A tensor that requires grad holds a reference to the graph that produced it. Keeping it in an
@@ -105,6 +109,7 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
     if !outlives_iteration(model, scope, accumulator, node)
         || model.grad_disabled(node)
         || !carries_graph(model, scope, value, node, 0)
+        || detached_after_its_backward(model, scope, value, node)
         || accumulator_is_backpropagated(model, scope, accumulator)
     {
         return;
@@ -381,8 +386,23 @@ fn last_assignment<'a>(model: &Model<'a>, name: &str, at: Node<'a>) -> Option<No
 /// The accumulator, or something computed from it, is backpropagated: `total.backward()`,
 /// `torch.stack(losses).mean().backward()`, `loss = sum(losses); loss.backward()`.
 fn accumulator_is_backpropagated<'a>(model: &Model<'a>, scope: Node<'a>, accumulator: Node<'a>) -> bool {
-    let name = model.node_text(accumulator);
+    // The collection, for a store into one of its entries: `outputs[chunk].append(output)`.
+    let collection = match accumulator.kind() {
+        "subscript" => accumulator.field("value").unwrap_or(accumulator),
+        _ => accumulator,
+    };
+    let name = model.node_text(collection);
     let function = model.scope_of(scope);
+    // A value from the accumulator, or a name assigned one: `loss = sum(losses)` then
+    // `loss.backward()`, `output = outputs[chunk].pop(0)` then `backward_step(output)`.
+    let from_accumulator = |subject: Node<'a>, call: Node<'a>| {
+        mentions(subject, model.text, name)
+            || ast::root_identifier(subject).is_some_and(|root| {
+                last_assignment(model, model.node_text(root), call)
+                    .and_then(|a| a.field("right"))
+                    .is_some_and(|value| mentions(value, model.text, name))
+            })
+    };
     let uses_graph = model
         .calls_named_within("backward", function)
         .chain(
@@ -391,19 +411,54 @@ fn accumulator_is_backpropagated<'a>(model: &Model<'a>, scope: Node<'a>, accumul
         .chain(model.calls_named_within("manual_backward", function));
     for call in uses_graph {
         let subject = model.backward_subject(call).or_else(|| ast::positional_args(call).first().copied());
-        let Some(subject) = subject else { continue };
-        if mentions(subject, model.text, name) {
-            return true;
-        }
-        // One step of indirection: `loss = sum(losses)` then `loss.backward()`.
-        if let Some(root) = ast::root_identifier(subject)
-            && let Some(value) = last_assignment(model, model.node_text(root), call).and_then(|a| a.field("right"))
-            && mentions(value, model.text, name)
-        {
+        if subject.is_some_and(|subject| from_accumulator(subject, call)) {
             return true;
         }
     }
-    false
+    // A helper named for the backward pass that is handed one: the pipeline schedules'
+    // `backward_step(optimizer, input_obj, output_obj, output_obj_grad)`.
+    BACKWARD_HELPERS.iter().flat_map(|helper| model.calls_named_within(helper, function)).any(|call| {
+        let keyword_values = ast::keyword_args(call).into_iter().filter_map(|keyword| keyword.field("value"));
+        ast::positional_args(call).into_iter().chain(keyword_values).any(|argument| from_accumulator(argument, call))
+    })
+}
+
+/// The names that pipeline schedules give their step that runs one micro-batch backward.
+const BACKWARD_HELPERS: &[&str] = &["backward_step", "_backward_step", "backward_pass", "run_backward"];
+
+/// `loss.backward()` then `loss = loss.detach()` in the same block, before the value is kept:
+/// wherever the loop takes the value backward it keeps a detached copy. Where it does not (a
+/// loss computed in chunks, backpropagated chunk by chunk only when asked, as gradient caching
+/// does), the whole value is kept for the caller's backward.
+fn detached_after_its_backward<'a>(model: &Model<'a>, scope: Node<'a>, value: Node<'a>, at: Node<'a>) -> bool {
+    if value.kind() != "identifier" {
+        return false;
+    }
+    let name = model.node_text(value);
+    let is_detached_copy = |statement: Node<'a>| {
+        let assignment = statement.named_child(0).filter(|a| a.kind() == "assignment");
+        assignment.is_some_and(|assignment| {
+            assignment.field("left").is_some_and(|left| model.node_text(left) == name)
+                && assignment.field("right").is_some_and(|right| {
+                    right.kind() == "call"
+                        && model.callee_name(right).is_some_and(|method| UNTRACKED_METHODS.contains(&method))
+                        && ast::receiver(right).is_some_and(|receiver| model.node_text(receiver) == name)
+                })
+        })
+    };
+    let mut backwards = model
+        .calls_named_within("backward", scope)
+        .filter(|call| model.backward_subject(*call).is_some_and(|subject| model.node_text(subject) == name))
+        .peekable();
+    backwards.peek().is_some()
+        && backwards.all(|call| {
+            let statement = model.parent(call).filter(|p| p.kind() == "expression_statement");
+            statement.is_some_and(|statement| {
+                std::iter::successors(statement.next_named_sibling(), |s| s.next_named_sibling())
+                    .take_while(|s| ast::precedes(*s, at))
+                    .any(is_detached_copy)
+            })
+        })
 }
 
 /// Append `.detach()` to the kept value (to each element of a kept tuple or list).

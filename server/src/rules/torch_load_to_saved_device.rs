@@ -43,7 +43,7 @@ fails outright.
 
 Not flagged: loads whose path or result is clearly data rather than a checkpoint (`dataset.pt`,
 `features = torch.load(...)`, embeddings, token caches) or a small state without model weights
-(RNG state, metrics, scheduler or scaler state), calls that pass `map_location` (also positionally
+(RNG state, metrics, scheduler or scaler state, an optimizer's param groups), calls that pass `map_location` (also positionally
 or through `**kwargs`), and files that never use CUDA.
 
 ## Example
@@ -246,7 +246,10 @@ fn names_data(text: &str) -> bool {
         }
     }
     words.push(word);
-    words.iter().any(|w| DATA_WORDS.contains(&w.as_str()))
+    words.retain(|w| !w.is_empty());
+    // An optimizer's param groups: its hyperparameters and the parameters' indices, no tensors.
+    let names_param_groups = words.windows(2).any(|pair| pair[0] == "param" && pair[1].starts_with("group"));
+    names_param_groups || words.iter().any(|w| DATA_WORDS.contains(&w.as_str()))
 }
 
 /// Add `map_location="cpu"` as the last argument.

@@ -39,7 +39,8 @@ impl<'a> Model<'a> {
         if self.resolves_to(callee, names::SET_GRAD_ENABLED) {
             return call.and_then(|c| ast::positional_args(c).first().copied()).is_some_and(|a| a.kind() == "false");
         }
-        false
+        self.qualified_name(callee).is_none_or(|q| !q.starts_with("torch."))
+            && is_named_for_no_grad(self.node_text(callee))
     }
 
     /// Whether autograd is off at `node`: an enclosing `with`, a decorator of the enclosing
@@ -49,12 +50,18 @@ impl<'a> Model<'a> {
     }
 
     fn grad_disabled_at_depth(&self, node: Node<'a>, depth: usize) -> bool {
-        if self.enclosing_with_items(node).iter().any(|item| self.is_grad_disabling(*item)) {
+        let with_items = self.enclosing_with_items(node);
+        if with_items.iter().any(|item| self.is_grad_disabling(*item)) {
             return true;
         }
         let Some(function) = self.enclosing_function(node) else { return false };
         if self.decorators(function).iter().any(|d| self.is_grad_disabling(*d)) {
             return true;
+        }
+        // PyTorch runs a custom autograd function's `forward` with autograd off; only an
+        // `enable_grad()` inside turns it back on.
+        if self.is_autograd_function_forward(function) {
+            return !with_items.iter().any(|item| self.is_grad_enabling(*item));
         }
         if depth >= CALL_SITE_DEPTH {
             return false;
@@ -67,6 +74,26 @@ impl<'a> Model<'a> {
             .filter(|call| matches!(self.resolve_call(*call), super::CallTarget::Local(f) if f.id() == function.id()))
             .collect();
         !sites.is_empty() && sites.iter().all(|site| self.grad_disabled_at_depth(*site, depth + 1))
+    }
+
+    /// `torch.enable_grad()` or `torch.set_grad_enabled(True)`.
+    fn is_grad_enabling(&self, expression: Node<'_>) -> bool {
+        let callee = if expression.kind() == "call" { ast::callee(expression) } else { Some(expression) };
+        let Some(callee) = callee else { return false };
+        self.resolves_to(callee, &["torch.enable_grad", "torch.autograd.enable_grad"])
+            || self.resolves_to(callee, names::SET_GRAD_ENABLED)
+                && ast::positional_args(expression).first().is_some_and(|a| a.kind() == "true")
+    }
+
+    /// `forward` of a `torch.autograd.Function` subclass.
+    fn is_autograd_function_forward(&self, function: Node<'a>) -> bool {
+        ast::function_name(function, self.text) == Some("forward")
+            && self.method_class(function).and_then(|class| class.field("superclasses")).is_some_and(|bases| {
+                let mut cursor = bases.walk();
+                bases.named_children(&mut cursor).any(|base| {
+                    self.resolves_to(base, &["torch.autograd.Function", "torch.autograd.function.Function"])
+                })
+            })
     }
 
     /// Whether an expression enters autocast: `torch.autocast(...)`, `torch.amp.autocast(...)`,
@@ -128,4 +155,14 @@ pub fn with_items(with_statement: Node<'_>) -> Vec<Node<'_>> {
         }
     }
     items
+}
+
+/// A project's own wrapper of `no_grad` or `inference_mode`, by its name: ultralytics'
+/// `smart_inference_mode()`, a `maybe_no_grad`. Whatever its arguments say, as torch's own do
+/// not: `smart_inference_mode(False)` still runs under `no_grad`.
+fn is_named_for_no_grad(callee: &str) -> bool {
+    let name = callee.rsplit('.').next().unwrap_or(callee);
+    ["no_grad", "inference_mode"]
+        .iter()
+        .any(|wrapped| name.strip_suffix(wrapped).is_some_and(|prefix| prefix.is_empty() || prefix.ends_with('_')))
 }

@@ -177,11 +177,78 @@ impl<'a> Model<'a> {
         }
         // A library callee is no model. The names are looked at first: resolving one through the
         // imports costs more, and most calls are no model by their name.
-        if target.id() == function.id() {
-            self.call_qualified_name(call).is_none()
+        let is_library = if target.id() == function.id() {
+            self.call_qualified_name(call).is_some()
         } else {
-            self.qualified_name(target).is_none()
+            self.qualified_name(target).is_some()
+        };
+        !is_library && !self.bound_only_to_non_modules(target)
+    }
+
+    /// Every binding of `target` where the call reads it (but `None`) makes it something whose
+    /// call records no autograd graph, or no module at all: an ultralytics model (`YOLO(...)`,
+    /// whose call predicts under `inference_mode`), a transformers `pipeline(...)` (which runs its
+    /// model under `no_grad`), or a Python module (`importlib.import_module(...)`, or a class
+    /// fetched from one with `getattr`). Where the call reads it: a `self.` attribute's
+    /// assignments in the class, a name's in the function around the call, else at module level;
+    /// a parameter may be anything.
+    fn bound_only_to_non_modules(&self, target: Node<'_>) -> bool {
+        let name = self.node_text(target);
+        let bindings: Vec<Node<'_>> = match target.kind() {
+            "attribute" if name.starts_with("self.") => {
+                match ast::enclosing_function(target).and_then(ast::method_class) {
+                    Some(class) => self.assignments_to_within(name, class).collect(),
+                    None => return false,
+                }
+            }
+            "identifier" => {
+                // The innermost function that binds the name, else the module.
+                let functions = std::iter::successors(ast::enclosing_function(target), |f| ast::enclosing_function(*f));
+                let mut bindings = None;
+                for function in functions {
+                    if ast::is_parameter(function, name, self.text) {
+                        return false;
+                    }
+                    let local: Vec<Node<'_>> = self.assignments_to_within(name, function).collect();
+                    if !local.is_empty() {
+                        bindings = Some(local);
+                        break;
+                    }
+                }
+                bindings.unwrap_or_else(|| {
+                    self.assignments_to(name)
+                        .iter()
+                        .copied()
+                        .filter(|a| ast::enclosing_function(*a).is_none())
+                        .collect()
+                })
+            }
+            _ => return false,
+        };
+        let mut bound = false;
+        for assignment in bindings {
+            match assignment.field("right") {
+                Some(value) if value.kind() == "none" => {}
+                Some(value) if value.kind() == "call" && self.makes_a_non_module(value) => bound = true,
+                _ => return false,
+            }
         }
+        bound
+    }
+
+    fn makes_a_non_module(&self, call: Node<'_>) -> bool {
+        if let Some(qualified) = self.call_qualified_name(call) {
+            return names::NON_MODULE_FACTORIES.contains(&&*qualified)
+                || qualified
+                    .strip_prefix("ultralytics.")
+                    .and_then(|path| path.rsplit('.').next())
+                    .is_some_and(|class| names::ULTRALYTICS_MODELS.contains(&class));
+        }
+        // `getattr(importlib.import_module(name), attribute)`
+        ast::callee(call).is_some_and(|callee| self.node_text(callee) == "getattr")
+            && ast::positional_args(call).first().is_some_and(|module| {
+                module.kind() == "call" && self.call_resolves_to(*module, &["importlib.import_module"])
+            })
     }
 }
 
@@ -400,16 +467,25 @@ fn is_eval_loop<'a>(model: &Model<'a>, node: Node<'a>) -> bool {
     (named_for_eval || after_eval_call()) && !kept_for_a_later_backward(model, node, function)
 }
 
-/// A pytest test (a `test_...` method of a `Test...` class, or a `test_...` function under a
-/// `@pytest...` decorator): named for pytest, not for evaluating a model, as `test(model, loader)`
-/// is.
+/// A pytest test (a `test_...` method of a `Test...` class, a `test_...` function under a
+/// `@pytest...` decorator, or one at the top of a file that pytest collects, `test_*.py` or
+/// `*_test.py`): named for pytest, not for evaluating a model, as `test(model, loader)` is.
 fn is_pytest_test<'a>(model: &Model<'a>, function: Node<'a>, name: &str) -> bool {
     name.starts_with("test_")
         && (model
             .method_class(function)
             .and_then(|class| class.field("name"))
             .is_some_and(|class| model.node_text(class).starts_with("Test"))
-            || model.decorators(function).iter().any(|decorator| model.node_text(*decorator).starts_with("pytest.")))
+            || model.decorators(function).iter().any(|decorator| model.node_text(*decorator).starts_with("pytest."))
+            || model.enclosing_function(function).is_none()
+                && model.method_class(function).is_none()
+                && in_a_pytest_file(model))
+}
+
+/// The file is one pytest collects tests from, by its name.
+fn in_a_pytest_file(model: &Model<'_>) -> bool {
+    let stem = model.context.path.and_then(|path| path.file_stem()).and_then(|stem| stem.to_str());
+    stem.is_some_and(|stem| stem.starts_with("test_") || stem.ends_with("_test"))
 }
 
 /// The loop keeps what it computes in a list (`outputs.append(model(x))`) and the same function
