@@ -6,6 +6,7 @@ use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
 use crate::diagnostic::Severity;
 use crate::fix::Fix;
 use crate::lint::Checker;
+use crate::semantic::training::mentions;
 use crate::semantic::{Model, ast, names};
 use crate::text::indentation_at;
 
@@ -28,7 +29,8 @@ const DOC: &str = r#"# empty-cache-before-release (CUL202)
 
 ## What it does
 Flags `torch.cuda.empty_cache()` that comes, in the same block, before the `del` statements or the
-`gc.collect()` call that would free the tensors.
+`gc.collect()` call that would free the tensors. A `del` of names that the statements in between
+still use does not count: those tensors were in use when the cache was emptied.
 
 ## Why is this bad?
 `empty_cache()` can only hand back cached blocks that no tensor uses. Called while the tensors are
@@ -90,10 +92,12 @@ fn last_release_after<'a>(model: &Model<'a>, statement: Node<'a>) -> Option<Node
     let parent = model.parent(statement)?;
     let mut cursor = parent.walk();
     let mut release = None;
+    let mut between = Vec::new();
     for sibling in parent.named_children(&mut cursor).skip_while(|s| s.id() != statement.id()).skip(1) {
-        if is_release(model, sibling) {
+        if is_release(model, sibling) && !deletes_only_what_runs_between(model, sibling, &between) {
             release = Some(sibling);
         }
+        between.push(sibling);
         if is_empty_cache_statement(model, sibling) {
             // A later `empty_cache()` already follows the releases before it.
             return None;
@@ -111,6 +115,25 @@ fn is_release(model: &Model<'_>, statement: Node<'_>) -> bool {
             .is_some_and(|c| model.call_resolves_to(c, &["gc.collect"])),
         _ => false,
     }
+}
+
+/// A `del` of names that the statements between the call and it still read: those tensors were
+/// in use when the cache was emptied, so it could not have waited for them (OLMo empties the
+/// cache after a `gc.collect()`, then loads the optimizer state it deletes at the end).
+fn deletes_only_what_runs_between(model: &Model<'_>, release: Node<'_>, between: &[Node<'_>]) -> bool {
+    if release.kind() != "delete_statement" {
+        return false;
+    }
+    let Some(targets) = release.named_child(0) else { return false };
+    let mut cursor = targets.walk();
+    let targets: Vec<Node<'_>> = match targets.kind() {
+        "expression_list" => targets.named_children(&mut cursor).collect(),
+        _ => vec![targets],
+    };
+    targets.iter().all(|target| {
+        target.kind() == "identifier"
+            && between.iter().any(|statement| mentions(*statement, model.text, model.node_text(*target)))
+    })
 }
 
 fn is_empty_cache_statement(model: &Model<'_>, statement: Node<'_>) -> bool {
