@@ -42,7 +42,7 @@ Calls that build or fetch a model (`Net(config)`, `model_class(config)`, `get_mo
 calls of the file's own functions whose bodies run no model (`freeze_bn_for_model(module)`) do
 not count as running it. Nor do calls of a name bound only to an ultralytics model (`YOLO(...)`,
 which predicts under `inference_mode`), a transformers `pipeline(...)` (which runs under
-`no_grad`) or a Python module (`importlib.import_module(...)`). A pytest test (`TestX.test_y`,
+`inference_mode`) or a Python module (`importlib.import_module(...)`). A pytest test (`TestX.test_y`,
 `test_y` under a `@pytest...` decorator, or a top-level `test_y` in a `test_*.py` or `*_test.py`
 file) is not named for evaluating, and files that do not use PyTorch are not checked. It is
 flagged when no `torch.no_grad()`, `torch.inference_mode()` or `torch.set_grad_enabled(False)`

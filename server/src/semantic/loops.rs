@@ -187,8 +187,8 @@ impl<'a> Model<'a> {
 
     /// Every binding of `target` where the call reads it (but `None`) makes it something whose
     /// call records no autograd graph, or no module at all: an ultralytics model (`YOLO(...)`,
-    /// whose call predicts under `inference_mode`), a transformers `pipeline(...)` (which runs its
-    /// model under `no_grad`), or a Python module (`importlib.import_module(...)`, or a class
+    /// whose call predicts under `inference_mode`), a transformers `pipeline(...)` (which runs
+    /// its model under `inference_mode`), or a Python module (`importlib.import_module(...)`, or a class
     /// fetched from one with `getattr`). Where the call reads it: a `self.` attribute's
     /// assignments in the class, a name's in the function around the call, else at module level;
     /// a parameter may be anything.

@@ -3,7 +3,7 @@
 /// Context managers and decorators under which autograd records nothing.
 /// Calls whose result is no `nn.Module` that records autograd when called, though it may be
 /// stored under a model's name: a Python module, or a transformers pipeline (which runs its model
-/// under `no_grad`).
+/// under `inference_mode`).
 pub const NON_MODULE_FACTORIES: &[&str] = &["importlib.import_module", "transformers.pipeline"];
 
 /// ultralytics' model classes: calling one predicts, under `inference_mode`
