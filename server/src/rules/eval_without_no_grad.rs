@@ -42,9 +42,10 @@ Calls that build or fetch a model (`Net(config)`, `model_class(config)`, `get_mo
 calls of the file's own functions whose bodies run no model (`freeze_bn_for_model(module)`) do
 not count as running it. Nor do calls of a name bound only to an ultralytics model (`YOLO(...)`,
 which predicts under `inference_mode`), a transformers `pipeline(...)` (which runs under
-`inference_mode`) or a Python module (`importlib.import_module(...)`). A pytest test (`TestX.test_y`,
-`test_y` under a `@pytest...` decorator, or a top-level `test_y` in a `test_*.py` or `*_test.py`
-file) is not named for evaluating, and files that do not use PyTorch are not checked. It is
+`inference_mode` too) or a Python module (`importlib.import_module(...)`). A pytest test
+(`TestX.test_y`, `test_y` under a `@pytest...` decorator, or a top-level `test_y` in a
+`test_*.py` or `*_test.py` file) is not named for evaluating, and files that do not use PyTorch
+are not checked. It is
 flagged when no `torch.no_grad()`, `torch.inference_mode()` or `torch.set_grad_enabled(False)`
 covers it: not as a `with` around the loop or around the model calls, not as a decorator of the
 function, and not around every call site of the function. A project's own wrapper named for one

@@ -188,10 +188,10 @@ impl<'a> Model<'a> {
     /// Every binding of `target` where the call reads it (but `None`) makes it something whose
     /// call records no autograd graph, or no module at all: an ultralytics model (`YOLO(...)`,
     /// whose call predicts under `inference_mode`), a transformers `pipeline(...)` (which runs
-    /// its model under `inference_mode`), or a Python module (`importlib.import_module(...)`, or a class
-    /// fetched from one with `getattr`). Where the call reads it: a `self.` attribute's
-    /// assignments in the class, a name's in the function around the call, else at module level;
-    /// a parameter may be anything.
+    /// its model under `inference_mode`), or a Python module (`importlib.import_module(...)`,
+    /// or a class fetched from one with `getattr`). Where the call reads it: a `self.`
+    /// attribute's assignments in the class, a name's in the innermost function around the call
+    /// that binds it, else at module level; a parameter may be anything.
     fn bound_only_to_non_modules(&self, target: Node<'_>) -> bool {
         let name = self.node_text(target);
         let bindings: Vec<Node<'_>> = match target.kind() {

@@ -1,6 +1,5 @@
 //! Qualified names the rules recognise, in one place.
 
-/// Context managers and decorators under which autograd records nothing.
 /// Calls whose result is no `nn.Module` that records autograd when called, though it may be
 /// stored under a model's name: a Python module, or a transformers pipeline (which runs its model
 /// under `inference_mode`).
@@ -10,6 +9,7 @@ pub const NON_MODULE_FACTORIES: &[&str] = &["importlib.import_module", "transfor
 /// (`ultralytics.engine.model.Model.__call__` runs `predict`).
 pub const ULTRALYTICS_MODELS: &[&str] = &["YOLO", "YOLOWorld", "YOLOE", "RTDETR", "SAM", "FastSAM", "NAS", "Model"];
 
+/// Context managers and decorators under which autograd records nothing.
 pub const GRAD_DISABLING: &[&str] = &[
     "torch.no_grad",
     "torch.inference_mode",
