@@ -38,8 +38,10 @@ Not flagged when a division happens anywhere on the way from the loss to `.backw
 (`loss = loss / accum`, `loss /= accum`, `(loss / accum).backward()`, a division where the loss is
 computed), when the gradients are divided before the step (`p.grad /= accum`,
 `torch._foreach_div_(grads, accum)`, a helper named for it such as
-`scale_grads(model, 1 / num_tokens)`, or a helper of the file that does one of these), or when
-`accelerator.backward(loss)` or a DeepSpeed engine's `backward` does the scaling.
+`scale_grads(model, 1 / num_tokens)`, or a helper of the file that does one of these), when
+`accelerator.backward(loss)` or a DeepSpeed engine's `backward` does the scaling, or when another
+optimizer steps after the backward on every iteration, outside the guard (TD3's critic, stepped
+every iteration beside an actor stepped every few).
 
 ## Why is this bad?
 Gradients add up in `.grad` over the `accum` micro-batches, so the step applies `accum` times the
@@ -91,7 +93,10 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
     let Some(step_loop) = model.enclosing_step_loop(call).map(|l| l.node) else { return };
     let Some(subject) = model.backward_subject(call) else { return };
     let Some((guard, divisor)) = accumulation_guard(model, step_loop) else { return };
-    if ast::contains(guard, call) || divided_on_path(model, step_loop, subject, call, divisor) {
+    if ast::contains(guard, call)
+        || stepped_after_unguarded(model, step_loop, guard, call)
+        || divided_on_path(model, step_loop, subject, call, divisor)
+    {
         return;
     }
     if divides_gradients(model, step_loop) {
@@ -115,6 +120,15 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
 /// The `if` in the step loop whose condition takes a modulo and whose body steps an optimizer,
 /// with the modulo's divisor. An `if` that steps another optimizer in its `else` alternates
 /// between optimizers rather than accumulating.
+/// An optimizer steps after the backward in every iteration, outside the guard: the backward
+/// feeds that step, not the guarded one. Stable-Baselines3's TD3 steps its critic every
+/// iteration and its actor every `policy_delay` iterations, zeroing each before its backward.
+fn stepped_after_unguarded<'a>(model: &Model<'a>, step_loop: Node<'a>, guard: Node<'a>, backward: Node<'a>) -> bool {
+    model.own_calls_within(step_loop).any(|step| {
+        model.stepped_optimizer(step).is_some() && ast::precedes(backward, step) && !ast::contains(guard, step)
+    })
+}
+
 fn accumulation_guard<'a>(model: &Model<'a>, step_loop: Node<'a>) -> Option<(Node<'a>, Node<'a>)> {
     for step in model.own_calls_within(step_loop).filter(|c| model.stepped_optimizer(*c).is_some()) {
         for node in model.ancestors(step).take_while(|n| n.id() != step_loop.id()) {
