@@ -130,6 +130,24 @@ fn engine_step_loop_is_summarised_with_its_autocast_and_zero_grad() {
 }
 
 #[test]
+fn helpers_that_zero_gradients_by_parameter_keep_missing_zero_grad_quiet() {
+    let path = fixture("grad_helpers/train.py");
+    let project = ProjectIndex::new();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines = LineIndex::new(&text);
+    let flagged: BTreeSet<(usize, String)> = lint_with(&path, Some(&project), RuleSet::from_selectors(&["CUL501"]))
+        .iter()
+        .map(|d| (lines.location(&text, d.range.start).row, d.code.to_owned()))
+        .collect();
+    assert_eq!(flagged, marked(&path));
+    assert!(!marked(&path).is_empty());
+    // Pyro's `p.grad = torch.zeros_like(p.grad)` and `p.grad.zero_()` zero; reading grads does not.
+    assert!(found(project.lookup(Some(&path), "utils.zero_grads")).zeroes_grads);
+    assert!(found(project.lookup(Some(&path), "utils.clear_grads")).zeroes_grads);
+    assert!(!found(project.lookup(Some(&path), "utils.log_grads")).zeroes_grads);
+}
+
+#[test]
 fn autocast_in_a_helper_of_the_step_loop_keeps_missing_autocast_quiet() {
     let project = ProjectIndex::new();
     assert_eq!(findings(&fixture("engine_loop/train_steps.py"), Some(&project)), BTreeSet::new());

@@ -35,10 +35,11 @@ or in Lightning's `training_step`, when nothing in that loop zeroes the optimize
 
 Zeroing is tracked per optimizer. It counts as `optimizer.zero_grad()`, `model.zero_grad()` on a
 model whose parameters the optimizer updates, a loop that sets `p.grad = None` (or calls
-`p.grad.zero_()`), or a helper called from the loop that does one of these. A GAN that zeroes only
-the discriminator's optimizer while stepping both is flagged for the generator's. When the loop
-calls a helper the checker cannot see, the rule stays quiet, and so it does for an optimizer that
-is built afresh inside the loop (each one steps once).
+`p.grad.zero_()`, or sets `p.grad = torch.zeros_like(p.grad)` as Pyro's `zero_grads` does), or a
+helper called from the loop that does one of these. A GAN that zeroes only the discriminator's
+optimizer while stepping both is flagged for the generator's. When the loop calls a helper the
+checker cannot see, the rule stays quiet, and so it does for an optimizer that is built afresh
+inside the loop (each one steps once).
 
 ## Why is this bad?
 `.backward()` adds into `.grad`; it never overwrites it. Without zeroing, every step applies the
@@ -180,7 +181,9 @@ fn grad_set_to_none<'a>(model: &Model<'a>, scope: Node<'a>) -> Vec<Option<&'a st
     while let Some(node) = stack.pop() {
         if node.kind() == "assignment"
             && node.field("left").is_some_and(|l| grad_of(model, l))
-            && node.field("right").is_some_and(|r| r.kind() == "none")
+            && node.field("right").is_some_and(|r| {
+                r.kind() == "none" || r.kind() == "call" && model.call_resolves_to(r, &["torch.zeros_like"])
+            })
         {
             owners.push(parameter_owner(model, node, scope));
         }

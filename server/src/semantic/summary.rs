@@ -72,13 +72,16 @@ pub(super) fn own_summary<'a>(model: &Model<'a>, function: Node<'a>) -> (Functio
         crate::grammar_ids::WITH.contains(node)
             && super::contexts::with_items(node).iter().any(|i| model.is_autocast(*i))
     });
-    summary.zeroes_grads |= sets_grad_to_none(model, body);
+    summary.zeroes_grads |= zeroes_grads_by_parameter(model, body);
     summary.enables_checkpointing |= model.text[body.byte_range()].contains(".gradient_checkpointing = True");
     (summary, callees)
 }
 
-/// `p.grad = None` (in a loop over parameters) zeroes gradients too.
-pub fn sets_grad_to_none(model: &Model<'_>, scope: Node<'_>) -> bool {
+/// `p.grad = None`, `p.grad.zero_()` or Pyro's `p.grad = torch.zeros_like(p.grad)`, in a loop
+/// over parameters, zero gradients too.
+fn zeroes_grads_by_parameter(model: &Model<'_>, scope: Node<'_>) -> bool {
     let text = &model.text[scope.byte_range()];
-    text.contains(".grad = None") || text.contains(".grad=None")
+    [".grad = None", ".grad=None", ".grad.zero_()", ".grad.data.zero_()", ".grad = torch.zeros_like("]
+        .iter()
+        .any(|written| text.contains(written))
 }
