@@ -39,9 +39,9 @@ Not flagged when a division happens anywhere on the way from the loss to `.backw
 computed), when the gradients are divided before the step (`p.grad /= accum`,
 `torch._foreach_div_(grads, accum)`, a helper named for it such as
 `scale_grads(model, 1 / num_tokens)`, or a helper of the file that does one of these), when
-`accelerator.backward(loss)` or a DeepSpeed engine's `backward` does the scaling, or when another
-optimizer steps after the backward on every iteration, outside the guard (TD3's critic, stepped
-every iteration beside an actor stepped every few).
+`accelerator.backward(loss)` or a DeepSpeed engine's `backward` does the scaling, or when the
+guard zeroes the gradients, backpropagates and steps on its own (TD3's delayed actor update,
+beside a critic stepped every iteration).
 
 ## Why is this bad?
 Gradients add up in `.grad` over the `accum` micro-batches, so the step applies `accum` times the
@@ -94,7 +94,7 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
     let Some(subject) = model.backward_subject(call) else { return };
     let Some((guard, divisor)) = accumulation_guard(model, step_loop) else { return };
     if ast::contains(guard, call)
-        || stepped_after_unguarded(model, step_loop, guard, call)
+        || guard_zeroes_before_its_backward(model, guard)
         || divided_on_path(model, step_loop, subject, call, divisor)
     {
         return;
@@ -120,12 +120,17 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
 /// The `if` in the step loop whose condition takes a modulo and whose body steps an optimizer,
 /// with the modulo's divisor. An `if` that steps another optimizer in its `else` alternates
 /// between optimizers rather than accumulating.
-/// An optimizer steps after the backward in every iteration, outside the guard: the backward
-/// feeds that step, not the guarded one. Stable-Baselines3's TD3 steps its critic every
-/// iteration and its actor every `policy_delay` iterations, zeroing each before its backward.
-fn stepped_after_unguarded<'a>(model: &Model<'a>, step_loop: Node<'a>, guard: Node<'a>, backward: Node<'a>) -> bool {
-    model.own_calls_within(step_loop).any(|step| {
-        model.stepped_optimizer(step).is_some() && ast::precedes(backward, step) && !ast::contains(guard, step)
+/// The guarded step applies only a backward of its own: inside the guard, gradients are zeroed,
+/// then backpropagated, then stepped. Stable-Baselines3's TD3 steps its critic every iteration
+/// and its actor every `policy_delay` iterations this way.
+fn guard_zeroes_before_its_backward<'a>(model: &Model<'a>, guard: Node<'a>) -> bool {
+    let calls: Vec<Node<'a>> = model.own_calls_within(guard).collect();
+    let named = |name: &'static str| calls.iter().copied().filter(move |c| model.callee_name(*c) == Some(name));
+    named("zero_grad").any(|zero| {
+        named("backward").any(|backward| {
+            ast::precedes(zero, backward)
+                && calls.iter().any(|step| model.stepped_optimizer(*step).is_some() && ast::precedes(backward, *step))
+        })
     })
 }
 
