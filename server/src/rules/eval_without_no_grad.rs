@@ -45,11 +45,11 @@ which predicts under `inference_mode`), a transformers `pipeline(...)` (which ru
 `inference_mode` too) or a Python module (`importlib.import_module(...)`). A pytest test
 (`TestX.test_y`, `test_y` under a `@pytest...` decorator, or a top-level `test_y` in a
 `test_*.py` or `*_test.py` file) is not named for evaluating, and files that do not use PyTorch
-are not checked. It is
-flagged when no `torch.no_grad()`, `torch.inference_mode()` or `torch.set_grad_enabled(False)`
-covers it: not as a `with` around the loop or around the model calls, not as a decorator of the
-function, and not around every call site of the function. A project's own wrapper named for one
-of them (`@smart_inference_mode()`, `with maybe_no_grad():`) counts as one.
+are not checked. It is flagged when no `torch.no_grad()`, `torch.inference_mode()` or
+`torch.set_grad_enabled(False)` covers it: not as a `with` around the loop or around the model
+calls, not as a decorator of the function, and not around every call site of the function. A
+project's own wrapper named for one of them (`@smart_inference_mode()`, `with maybe_no_grad():`)
+counts as one.
 
 Not flagged: loops that need gradients (`torch.autograd.grad`, `requires_grad_()`,
 `torch.enable_grad()`), loops whose kept outputs the function backpropagates later

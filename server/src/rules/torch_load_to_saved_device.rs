@@ -43,8 +43,8 @@ fails outright.
 
 Not flagged: loads whose path or result is clearly data rather than a checkpoint (`dataset.pt`,
 `features = torch.load(...)`, embeddings, token caches) or a small state without model weights
-(RNG state, metrics, scheduler or scaler state, an optimizer's param groups), calls that pass `map_location` (also positionally
-or through `**kwargs`), and files that never use CUDA.
+(RNG state, metrics, scheduler or scaler state, an optimizer's param groups), calls that pass
+`map_location` (also positionally or through `**kwargs`), and files that never use CUDA.
 
 ## Example
 ```python

@@ -117,9 +117,6 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
     }
 }
 
-/// The `if` in the step loop whose condition takes a modulo and whose body steps an optimizer,
-/// with the modulo's divisor. An `if` that steps another optimizer in its `else` alternates
-/// between optimizers rather than accumulating.
 /// The guarded step applies only a backward of its own: inside the guard, gradients are zeroed,
 /// then backpropagated, then stepped. Stable-Baselines3's TD3 steps its critic every iteration
 /// and its actor every `policy_delay` iterations this way.
@@ -134,6 +131,9 @@ fn guard_zeroes_before_its_backward<'a>(model: &Model<'a>, guard: Node<'a>) -> b
     })
 }
 
+/// The `if` in the step loop whose condition takes a modulo and whose body steps an optimizer,
+/// with the modulo's divisor. An `if` that steps another optimizer in its `else` alternates
+/// between optimizers rather than accumulating.
 fn accumulation_guard<'a>(model: &Model<'a>, step_loop: Node<'a>) -> Option<(Node<'a>, Node<'a>)> {
     for step in model.own_calls_within(step_loop).filter(|c| model.stepped_optimizer(*c).is_some()) {
         for node in model.ancestors(step).take_while(|n| n.id() != step_loop.id()) {
