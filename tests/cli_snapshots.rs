@@ -1,5 +1,5 @@
 //! Snapshots of what people read: the full, concise and JSON output of `culint check` on one
-//! fixture, and the file after `--fix`.
+//! fixture, the file after `--fix`, and the findings on the shipped examples.
 
 mod cli_support;
 
@@ -47,4 +47,14 @@ fn fixed_file() {
         run.stdout,
         std::fs::read_to_string(dir.path().join("report.py")).unwrap()
     ));
+}
+
+/// The findings on `examples/`, which the README's first command shows a new user: a rule change
+/// that adds or drops one of them shows up here, not only in the README's count.
+#[test]
+fn shipped_examples() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let run = culint(root, &["check", "examples/", "--output-format", "concise"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    insta::assert_snapshot!(run.stdout);
 }
