@@ -50,7 +50,10 @@ under `torch.no_grad()` / `torch.inference_mode()`, or in the `forward` of a cus
 A tensor that requires grad holds a reference to the graph that produced it. Keeping it in an
 accumulator that outlives the iteration keeps that graph alive: `total += loss` chains every
 step's graph onto the last, and a list of logits holds every batch's output tensor and its
-graph. Memory grows step after step until the job runs out of it, often hours in.
+graph. Until the loss's `.backward()` runs, that graph holds every activation it saved; the
+backward frees those (unless `retain_graph=True`), and what stays is the kept tensors and the
+graph's nodes: less per step, but never released. Memory grows step after step until the job runs
+out of it, often hours in.
 
 ## Example
 ```python
