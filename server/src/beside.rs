@@ -336,13 +336,18 @@ mod tests {
     fn map_does_every_item_once_on_both_threads_and_keeps_their_order() {
         let items: Vec<usize> = (0..64).collect();
         let threads = std::sync::Mutex::new(std::collections::HashSet::new());
+        // Only bounds a failing run, which would otherwise hold every item.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         let doubled = map(
             &items,
             |item| *item,
             |item| {
                 threads.lock().unwrap().insert(std::thread::current().id());
-                // Long enough that the thread beside starts before this one has taken every item.
-                std::thread::sleep(std::time::Duration::from_micros(500));
+                // Hold each item until the thread beside has taken one too: on a loaded machine it
+                // may start late, and a fixed pause let this thread take every item first.
+                while threads.lock().unwrap().len() < 2 && std::time::Instant::now() < deadline {
+                    std::thread::sleep(std::time::Duration::from_micros(200));
+                }
                 item * 2
             },
         );
