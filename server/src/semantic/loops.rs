@@ -194,6 +194,13 @@ impl<'a> Model<'a> {
     /// that binds it, else at module level; a parameter may be anything.
     fn bound_only_to_non_modules(&self, target: Node<'_>) -> bool {
         let name = self.node_text(target);
+        // Nearly every model-named callee (a parameter `model`, `self.net` built from a class)
+        // has no such binding anywhere in the file: that one lookup settles it, before the walks
+        // up the tree that find where the call reads the name.
+        let factory = |a: &Node<'_>| a.field("right").is_some_and(|v| v.kind() == "call" && self.makes_a_non_module(v));
+        if !self.assignments_to(name).iter().any(factory) {
+            return false;
+        }
         let bindings: Vec<Node<'_>> = match target.kind() {
             "attribute" if name.starts_with("self.") => {
                 match ast::enclosing_function(target).and_then(ast::method_class) {
