@@ -217,6 +217,30 @@ fn safe_fixes_only_without_unsafe_fixes() {
     assert_eq!(configured.code, 0, "{}{}", configured.stdout, configured.stderr);
 }
 
+/// A fix is built on the tree, and around a syntax error the tree is the parser's guess: an
+/// unclosed call swallows the lines after it. So a file that does not parse is reported, never
+/// fixed, and the user is told where it breaks.
+#[test]
+fn fix_leaves_a_file_that_does_not_parse_as_it_is() {
+    let broken = format!("{STEP_LOOP}\nprint(\"unclosed\",\n");
+    let dir = project(&[("train.py", broken.as_bytes())]);
+    let report = culint(dir.path(), &["check", "--unsafe-fixes", "--select", "CUL201"]);
+    assert!(report.stdout.contains("CUL201"), "the finding is still reported: {}", report.stdout);
+    assert!(!report.stdout.contains("fixable"), "but not offered as fixable: {}", report.stdout);
+
+    let run = culint(dir.path(), &["check", "--fix", "--unsafe-fixes", "--select", "CUL201"]);
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    assert_eq!(std::fs::read_to_string(dir.path().join("train.py")).unwrap(), broken);
+    assert!(run.stderr.contains("train.py:14:1: no fixes applied: the file has a syntax error here"), "{}", run.stderr);
+
+    let mended = format!("{STEP_LOOP}\nprint(\"closed\")\n");
+    write(&dir.path().join("train.py"), mended.as_bytes());
+    let run = culint(dir.path(), &["check", "--fix", "--unsafe-fixes", "--select", "CUL201"]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert!(!run.stderr.contains("no fixes applied"), "{}", run.stderr);
+    assert_ne!(std::fs::read_to_string(dir.path().join("train.py")).unwrap(), mended);
+}
+
 #[test]
 fn diff_prints_the_change_and_writes_nothing() {
     let dir = project(&[("train.py", STEP_LOOP.as_bytes())]);

@@ -15,7 +15,7 @@ use crate::diagnostic::{Diagnostic, Related, Severity};
 use crate::document::SharedText;
 use crate::fix::{Applicability, Fix, apply_fixes};
 use crate::hardware::HardwareFacts;
-use crate::parse::{error_count, parse};
+use crate::parse::parse;
 use crate::prefilter::{self, PresentTokens};
 use crate::project::ProjectIndex;
 use crate::rule_counts::RuleCounts;
@@ -426,9 +426,7 @@ fn lint_rules<'a, T: Send>(
         }
         diagnostics.sort_by(|a, b| (a.range.start, &a.code, a.range.end).cmp(&(b.range.start, &b.code, b.range.end)));
         diagnostics.dedup_by(|a, b| a.code == b.code && a.range == b.range);
-        if memchr::memchr(0, text.as_bytes()).is_some() {
-            // The parser takes a NUL for the end of the input in some states, so the text around
-            // it is not parsed reliably enough to edit (`culint check` skips such files as binary).
+        if !fixes_are_safe_on(text, tree) {
             diagnostics.iter_mut().for_each(|d| d.fix = None);
         }
         let made = then(&diagnostics);
@@ -448,6 +446,18 @@ fn lint_rules<'a, T: Send>(
         }
         None => finish(),
     }
+}
+
+/// Whether fixes may be offered on `text`, parsed as `tree`. Findings are reported either way.
+///
+/// Not where the text has a syntax error: the tree around it is the parser's recovery, a guess
+/// at where each statement ends, so a fix may be built on statements the code does not have (an
+/// unclosed call swallows the lines after it). Ruff withholds its fixes the same way
+/// (astral-sh/ruff#12134). Not where the text holds a NUL either: the parser takes it for the
+/// end of the input in some states, so the text around it is not parsed reliably enough to edit
+/// (`culint check` skips such files as binary).
+pub fn fixes_are_safe_on(text: &str, tree: &Tree) -> bool {
+    !tree.root_node().has_error() && memchr::memchr(0, text.as_bytes()).is_none()
 }
 
 /// Findings of one rule in one top-level statement, to keep for the next lint: (top-level index,
@@ -555,16 +565,19 @@ pub struct FixOutcome {
     pub fixed: usize,
     /// What is still reported on the final text.
     pub remaining: Vec<Diagnostic>,
-    /// A pass would have raised the number of syntax errors; the text stops before it.
+    /// A pass would have made the text unparsable; the text stops before it.
     pub refused_unparsable: bool,
+    /// Where the text given to fix has its first syntax error: then nothing was fixed (see
+    /// [`fixes_are_safe_on`]).
+    pub syntax_error: Option<TextRange>,
 }
 
 /// The most passes a fix run makes: fixes that keep creating new findings are a bug, and this
 /// bounds the damage.
 const MAX_FIX_PASSES: usize = 10;
 
-/// Apply fixes at or above `threshold`, re-linting after each pass, until nothing changes. A pass
-/// whose output parses worse than its input is discarded.
+/// Apply fixes at or above `threshold`, re-linting after each pass, until nothing changes. A text
+/// that does not parse is left as it is; a pass whose output would not parse is discarded.
 pub fn fix_text(text: &str, context: LintContext<'_>, settings: &LintSettings, threshold: Applicability) -> FixOutcome {
     let mut unsettled: Vec<&'static str> = Vec::new();
     loop {
@@ -594,7 +607,6 @@ fn fix_passes(
     let mut refused_unparsable = false;
     // Fixes that left their own finding in place, offered again: applying them would never end.
     let mut ineffective: Vec<(&'static str, Fix)> = Vec::new();
-    let baseline_errors = error_count(&tree);
     let mut passes = 0;
     let mut still_fixing = Vec::new();
     // A refused fix does not count as a pass: each refusal shrinks the set of fixes on offer.
@@ -611,7 +623,7 @@ fn fix_passes(
             break;
         }
         let new_tree = parse(&applied.text, None);
-        if error_count(&new_tree) > baseline_errors {
+        if new_tree.root_node().has_error() {
             refused_unparsable = true;
             still_fixing.clear();
             break;
@@ -652,7 +664,8 @@ fn fix_passes(
             diagnostic.fix = None;
         }
     }
-    (FixOutcome { text: current, fixed, remaining: diagnostics, refused_unparsable }, still_fixing)
+    let syntax_error = syntax_errors(&tree).first().map(|error| error.range);
+    (FixOutcome { text: current, fixed, remaining: diagnostics, refused_unparsable, syntax_error }, still_fixing)
 }
 
 #[cfg(test)]

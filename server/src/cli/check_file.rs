@@ -6,6 +6,8 @@ use crate::config::{ResolvedSettings, Resolver};
 use crate::diagnostic::Diagnostic;
 use crate::fix::Applicability;
 use crate::lint::{LintContext, fix_text, lint_text, may_have_findings};
+use crate::rules::{FixAvailability, by_code};
+use crate::text::LineIndex;
 
 use super::atomic_write::write_atomically;
 use super::source::{Loaded, SourceText, read_source};
@@ -154,6 +156,17 @@ pub fn check_source(
         report.notices.push(Notice::Warning(format!(
             "{}: some fixes were not applied because the result would not parse; please report this as a culint bug",
             report.path.display()
+        )));
+    }
+    if let Some(error) = outcome.syntax_error
+        && outcome.remaining.iter().any(|d| by_code(d.code).is_some_and(|rule| rule.fix != FixAvailability::None))
+    {
+        let at = LineIndex::new(text).location(text, error.start);
+        report.notices.push(Notice::Warning(format!(
+            "{}:{}:{}: no fixes applied: the file has a syntax error here; fixes resume once it parses",
+            report.path.display(),
+            at.row,
+            at.column
         )));
     }
     report.diagnostics = outcome.remaining;

@@ -327,6 +327,36 @@ mod protocol_tests {
         client.shutdown().await;
     }
 
+    /// While the buffer does not parse (mid-typing), the tree around the error is the parser's
+    /// guess: no fix is offered, as a quick fix or by fix-all, until it parses again. The
+    /// findings stay, and so does "Disable" next to them.
+    #[tokio::test]
+    async fn a_buffer_that_does_not_parse_is_offered_no_fixes() {
+        let file = uri("typing.py");
+        let (mut client, _, broken) = edited_after_diagnostics(&file, position(11, 0), "print(").await;
+        let codes: Vec<&str> = broken.iter().map(|d| d["code"].as_str().unwrap()).collect();
+        assert_eq!(codes, ["CUL202", "CUL201"]);
+        assert_eq!(
+            light_bulb(&mut client, &file, by_code(&broken, "CUL202").clone()).await,
+            ["Disable CUL202 for this line"]
+        );
+        let fix_all = client
+            .request("textDocument/codeAction", actions_request(&file, &[], json!(["source.fixAll"])))
+            .await
+            .unwrap();
+        assert_eq!(fix_all, json!([]));
+
+        let close_the_call = json!({
+            "textDocument": {"uri": file, "version": 3},
+            "contentChanges": [{"range": {"start": position(11, 6), "end": position(11, 6)}, "text": ")"}]
+        });
+        client.notify("textDocument/didChange", close_the_call).await;
+        let mended = client.diagnostics(&file, 3).await;
+        let titles = light_bulb(&mut client, &file, by_code(&mended, "CUL202").clone()).await;
+        assert_eq!(titles[0], "Move `empty_cache()` after the memory is released");
+        client.shutdown().await;
+    }
+
     /// The titles of the actions in the light-bulb menu (no `only`) next to `diagnostic`.
     async fn light_bulb(client: &mut TestClient, file: &str, diagnostic: Value) -> Vec<String> {
         let actions =
