@@ -5,10 +5,9 @@ use tree_sitter::Node;
 use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
 use crate::diagnostic::Severity;
 use crate::fix::Fix;
-use crate::grammar_ids::FieldChild;
 use crate::lint::Checker;
 use crate::prefilter::STEP_TOKENS;
-use crate::semantic::training::{mentions, same_or_nested};
+use crate::semantic::training::same_or_nested;
 use crate::semantic::{CallTarget, Model, ast};
 use crate::text::indentation_at;
 
@@ -122,36 +121,22 @@ fn zeroes_or_may_zero<'a>(model: &Model<'a>, scope: Node<'a>, optimizer: &str) -
             .iter()
             .any(|(other, models)| receiver == *other || models.iter().any(|m| same_or_nested(receiver, m)))
     };
-    for call in model.own_calls_within(scope) {
-        let name = model.callee_name(call).unwrap_or_default();
-        if name == "zero_grad" {
-            match ast::receiver(call) {
-                Some(receiver) if !counts_for_this_optimizer(model.node_text(receiver)) => {}
-                _ => return true,
-            }
-            continue;
-        }
-        if name == "zero_" && ast::receiver(call).is_some_and(|r| grad_of(model, r)) {
-            match parameter_owner(model, call, scope) {
-                Some(owner) if !counts_for_this_optimizer(owner) => {}
-                _ => return true,
-            }
-            continue;
-        }
-        match model.resolve_call(call) {
-            CallTarget::Local(function) if model.enclosing_function(call).is_none_or(|f| f.id() != function.id()) => {
-                let summary = model.function_summary(function);
-                if summary.zeroes_grads || summary.calls_unseen {
-                    return true;
-                }
-            }
-            CallTarget::Project(summary) if summary.zeroes_grads || summary.calls_unseen => return true,
-            CallTarget::Unseen => return true,
-            CallTarget::Dynamic if name.contains("zero") => return true,
-            _ => {}
-        }
+    let zeroings = model.gradient_zeroings_within(scope);
+    if zeroings.iter().any(|zeroing| zeroing.owner.is_none_or(counts_for_this_optimizer)) {
+        return true;
     }
-    grad_set_to_none(model, scope).into_iter().any(|owner| owner.is_none_or(counts_for_this_optimizer))
+    // What the zeroings above left out (those of other optimizers' gradients) is settled.
+    let settled = |call: &Node<'a>| zeroings.iter().any(|zeroing| zeroing.node.id() == call.id());
+    model.own_calls_within(scope).filter(|call| !settled(call)).any(|call| match model.resolve_call(call) {
+        CallTarget::Local(function) if model.enclosing_function(call).is_none_or(|f| f.id() != function.id()) => {
+            let summary = model.function_summary(function);
+            summary.zeroes_grads || summary.calls_unseen
+        }
+        CallTarget::Project(summary) => summary.zeroes_grads || summary.calls_unseen,
+        CallTarget::Unseen => true,
+        CallTarget::Dynamic => model.callee_name(call).is_some_and(|name| name.contains("zero")),
+        _ => false,
+    })
 }
 
 /// The other optimizers the same step body steps, with the models each updates.
@@ -164,51 +149,6 @@ fn other_optimizers<'a>(model: &Model<'a>, scope: Node<'a>, optimizer: &str) -> 
         }
     }
     others
-}
-
-/// `p.grad` or `p.grad.data`.
-fn grad_of(model: &Model<'_>, expression: Node<'_>) -> bool {
-    let text = model.node_text(expression);
-    expression.kind() == "attribute" && (text.ends_with(".grad") || text.ends_with(".grad.data"))
-}
-
-/// Every `x.grad = None` in the step body, with the model whose parameters the surrounding loop
-/// walks (`None` when that is not visible).
-fn grad_set_to_none<'a>(model: &Model<'a>, scope: Node<'a>) -> Vec<Option<&'a str>> {
-    let mut owners = Vec::new();
-    let mut stack = vec![scope];
-    let mut cursor = scope.walk();
-    while let Some(node) = stack.pop() {
-        if node.kind() == "assignment"
-            && node.field("left").is_some_and(|l| grad_of(model, l))
-            && node.field("right").is_some_and(|r| {
-                r.kind() == "none" || r.kind() == "call" && model.call_resolves_to(r, &["torch.zeros_like"])
-            })
-        {
-            owners.push(parameter_owner(model, node, scope));
-        }
-        if node.id() == scope.id() || !ast::is_function_boundary(node) {
-            stack.extend(node.named_children(&mut cursor).collect::<Vec<_>>());
-        }
-    }
-    owners
-}
-
-/// `model` when `node` sits in `for p in model.parameters():` inside the step body.
-fn parameter_owner<'a>(model: &Model<'a>, node: Node<'a>, scope: Node<'a>) -> Option<&'a str> {
-    for n in model.ancestors(node).take_while(|n| n.id() != scope.id()) {
-        if n.kind() == "for_statement"
-            && let Some(iterable) = n.field("right")
-        {
-            return model
-                .calls_within(iterable)
-                .find(|c| matches!(model.callee_name(*c), Some("parameters" | "named_parameters")))
-                .and_then(ast::receiver)
-                .map(|r| model.node_text(r))
-                .filter(|owner| !mentions(iterable, model.text, "param_groups") && !owner.is_empty());
-        }
-    }
-    None
 }
 
 fn insert_zero_grad<'a>(model: &Model<'a>, call: Node<'a>, optimizer: &str) -> Option<Fix> {

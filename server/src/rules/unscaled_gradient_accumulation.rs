@@ -122,11 +122,10 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
 /// and its actor every `policy_delay` iterations this way.
 fn guard_zeroes_before_its_backward<'a>(model: &Model<'a>, guard: Node<'a>) -> bool {
     let calls: Vec<Node<'a>> = model.own_calls_within(guard).collect();
-    let named = |name: &'static str| calls.iter().copied().filter(move |c| model.callee_name(*c) == Some(name));
-    named("zero_grad").any(|zero| {
-        named("backward").any(|backward| {
-            ast::precedes(zero, backward)
-                && calls.iter().any(|step| model.stepped_optimizer(*step).is_some() && ast::precedes(backward, *step))
+    model.gradient_zeroings_within(guard).iter().any(|zeroing| {
+        calls.iter().filter(|c| model.callee_name(**c) == Some("backward")).any(|backward| {
+            ast::precedes(zeroing.node, *backward)
+                && calls.iter().any(|step| model.stepped_optimizer(*step).is_some() && ast::precedes(*backward, *step))
         })
     })
 }

@@ -117,7 +117,7 @@ pub fn is_function_boundary(node: Node<'_>) -> bool {
 /// Whether a named node in the subtree of `node` (the node included) satisfies `found`, not
 /// looking inside nested functions, classes or lambdas. A cursor walk: it allocates nothing per
 /// node, where collecting children does.
-pub fn any_in_scope(node: Node<'_>, mut found: impl FnMut(Node<'_>) -> bool) -> bool {
+pub fn any_in_scope<'t>(node: Node<'t>, mut found: impl FnMut(Node<'t>) -> bool) -> bool {
     let mut cursor = node.walk();
     // Counted here: the cursor's own depth is recomputed from its whole stack on each call.
     let mut depth = 0usize;

@@ -59,7 +59,6 @@ pub(super) fn own_summary<'a>(model: &Model<'a>, function: Node<'a>) -> (Functio
                 call,
                 &["peft.prepare_model_for_kbit_training", "peft.prepare_model_for_int8_training"],
             );
-        summary.zeroes_grads |= name == "zero_grad";
         summary.enters_autocast |= model.is_autocast(call);
         match model.resolve_call(call) {
             CallTarget::Local(callee) if callee.id() != function.id() => callees.push(callee),
@@ -72,16 +71,7 @@ pub(super) fn own_summary<'a>(model: &Model<'a>, function: Node<'a>) -> (Functio
         crate::grammar_ids::WITH.contains(node)
             && super::contexts::with_items(node).iter().any(|i| model.is_autocast(*i))
     });
-    summary.zeroes_grads |= zeroes_grads_by_parameter(model, body);
+    summary.zeroes_grads = !model.gradient_zeroings_within(body).is_empty();
     summary.enables_checkpointing |= model.text[body.byte_range()].contains(".gradient_checkpointing = True");
     (summary, callees)
-}
-
-/// `p.grad = None`, `p.grad.zero_()` or Pyro's `p.grad = torch.zeros_like(p.grad)`, in a loop
-/// over parameters, zero gradients too.
-fn zeroes_grads_by_parameter(model: &Model<'_>, scope: Node<'_>) -> bool {
-    let text = &model.text[scope.byte_range()];
-    [".grad = None", ".grad=None", ".grad.zero_()", ".grad.data.zero_()", ".grad = torch.zeros_like("]
-        .iter()
-        .any(|written| text.contains(written))
 }

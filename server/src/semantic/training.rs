@@ -1,5 +1,6 @@
 //! Facts about one training step that several rules share: what a backward call
-//! differentiates, which optimizer a `step()` call steps, and which models an optimizer updates.
+//! differentiates, which optimizer a `step()` call steps, which models an optimizer updates, and
+//! where gradients are zeroed.
 
 use tree_sitter::Node;
 
@@ -111,11 +112,73 @@ impl<'a> Model<'a> {
         models
     }
 
+    /// Every place in `scope` (outside nested functions, classes and lambdas) that zeroes
+    /// gradients, in source order: `x.zero_grad()`, and for each parameter `p.grad.zero_()`,
+    /// `p.grad = None` or `p.grad = torch.zeros_like(p.grad)` (Pyro's `zero_grads`). Calls to
+    /// helpers that zero are not followed: that is the function summaries' part.
+    pub fn gradient_zeroings_within(&self, scope: Node<'a>) -> Vec<Zeroing<'a>> {
+        let mut zeroings = Vec::new();
+        for call in self.own_calls_within(scope) {
+            let zeroed = match self.callee_name(call) {
+                Some("zero_grad") => ast::receiver(call).map(|r| self.node_text(r)),
+                Some("zero_") if ast::receiver(call).is_some_and(|r| self.is_grad(r)) => {
+                    self.parameter_owner(call, scope)
+                }
+                _ => continue,
+            };
+            zeroings.push(Zeroing { node: call, owner: zeroed });
+        }
+        ast::any_in_scope(scope, |node| {
+            if node.kind() == "assignment"
+                && node.field("left").is_some_and(|l| self.is_grad(l))
+                && node.field("right").is_some_and(|r| {
+                    r.kind() == "none" || r.kind() == "call" && self.call_resolves_to(r, &["torch.zeros_like"])
+                })
+            {
+                zeroings.push(Zeroing { node, owner: self.parameter_owner(node, scope) });
+            }
+            false
+        });
+        zeroings.sort_by_key(|z| z.node.start_byte());
+        zeroings
+    }
+
+    /// `p.grad` or `p.grad.data`.
+    fn is_grad(&self, expression: Node<'_>) -> bool {
+        let text = self.node_text(expression);
+        expression.kind() == "attribute" && (text.ends_with(".grad") || text.ends_with(".grad.data"))
+    }
+
+    /// `model` when `node` sits in `for p in model.parameters():` inside `scope`.
+    fn parameter_owner(&self, node: Node<'a>, scope: Node<'a>) -> Option<&'a str> {
+        let parameter_loop = self
+            .ancestors(node)
+            .take_while(|n| n.id() != scope.id())
+            .find(|n| n.kind() == "for_statement" && n.field("right").is_some())?;
+        let iterable = parameter_loop.field("right")?;
+        self.calls_within(iterable)
+            .find(|c| matches!(self.callee_name(*c), Some("parameters" | "named_parameters")))
+            .and_then(ast::receiver)
+            .map(|r| self.node_text(r))
+            .filter(|owner| !mentions(iterable, self.text, "param_groups") && !owner.is_empty())
+    }
+
     /// The body that runs once per batch around `node`: the innermost step loop, or Lightning's
     /// `training_step` method.
     pub fn step_scope(&self, node: Node<'a>) -> Option<Node<'a>> {
         self.enclosing_step_loop(node).map(|l| l.node).or_else(|| self.enclosing_training_step(node))
     }
+}
+
+/// A place that zeroes gradients (see [`Model::gradient_zeroings_within`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Zeroing<'a> {
+    /// The call or the assignment.
+    pub node: Node<'a>,
+    /// Whose gradients, as written: what `zero_grad()` is called on, or the model whose
+    /// `.parameters()` the loop around a parameter's zeroing walks. `None` where that is not
+    /// visible (a bare `zero_grad()`, a loop over a list of parameters).
+    pub owner: Option<&'a str>,
 }
 
 /// `model` for `self.model`, `opt` for `opt`.
