@@ -42,7 +42,9 @@ device explicitly.
 Not flagged: `torch.amp` and `torch.autocast` themselves, `torch.cpu.amp` (out of scope), and
 compatibility code for old torch: an import of `torch.cuda.amp` in the `except ImportError` of a
 `try`, or a use in the old-torch branch of a version check (`if hasattr(torch, "amp")`,
-`if torch.__version__ ...`, `... if _TORCH_GREATER_EQUAL_2_4 else ...`).
+`if torch.__version__ ...`, `... if _TORCH_GREATER_EQUAL_2_4 else ...`), the check written
+out or assigned to a flag first (`HAS_DEVICE = version.parse(torch.__version__) >= ...`, then
+`if HAS_DEVICE:`), whatever the flag is called.
 
 ## Example
 ```python
@@ -453,13 +455,13 @@ fn is_compatibility_fallback(model: &Model<'_>, node: Node<'_>) -> bool {
             "else_clause" | "elif_clause" => {
                 let statement = parent.parent().filter(|p| p.kind() == "if_statement");
                 let condition = statement.and_then(|s| s.field("condition"));
-                if condition.is_some_and(|c| mentions_version_check(model.node_text(c))) {
+                if condition.is_some_and(|c| is_version_check(model, c)) {
                     return true;
                 }
             }
             "if_statement" => {
                 let condition = parent.field("condition");
-                if condition.is_some_and(|c| mentions_version_check(model.node_text(c)) && !ast::contains(c, node)) {
+                if condition.is_some_and(|c| is_version_check(model, c) && !ast::contains(c, node)) {
                     return true;
                 }
             }
@@ -467,7 +469,7 @@ fn is_compatibility_fallback(model: &Model<'_>, node: Node<'_>) -> bool {
             "conditional_expression" => {
                 let mut cursor = parent.walk();
                 let condition = parent.named_children(&mut cursor).nth(1);
-                if condition.is_some_and(|c| mentions_version_check(model.node_text(c)) && !ast::contains(c, node)) {
+                if condition.is_some_and(|c| is_version_check(model, c) && !ast::contains(c, node)) {
                     return true;
                 }
             }
@@ -476,6 +478,21 @@ fn is_compatibility_fallback(model: &Model<'_>, node: Node<'_>) -> bool {
         current = parent.parent();
     }
     false
+}
+
+/// A condition that tests which torch runs: written out, or through a flag assigned such a test
+/// (torchrl's `_TORCH_GRAD_SCALER_HAS_DEVICE = version.parse(torch.__version__).release >= (2, 3)`),
+/// whose name need not say so.
+fn is_version_check(model: &Model<'_>, condition: Node<'_>) -> bool {
+    if mentions_version_check(model.node_text(condition)) {
+        return true;
+    }
+    let assigned_a_version_check = |flag: Node<'_>| {
+        model.assignments_to(model.node_text(flag)).iter().any(|assignment| {
+            assignment.field("right").is_some_and(|value| mentions_version_check(model.node_text(value)))
+        })
+    };
+    ast::any_in_scope(condition, |node| node.kind() == "identifier" && assigned_a_version_check(node))
 }
 
 /// `torch.__version__ >= ...`, `hasattr(torch, "amp")`, `_TORCH_GREATER_EQUAL_2_4`, `TORCH_2_3`.
