@@ -44,7 +44,11 @@ fails outright.
 Not flagged: loads whose path or result is clearly data rather than a checkpoint (`dataset.pt`,
 `features = torch.load(...)`, embeddings, token caches) or a small state without model weights
 (RNG state, metrics, scheduler or scaler state, an optimizer's param groups), calls that pass
-`map_location` (also positionally or through `**kwargs`), and files that never use CUDA.
+`map_location` (also positionally or through `**kwargs`), and files that never use CUDA or
+hide every GPU from their own process first (a module-level
+`os.environ["CUDA_VISIBLE_DEVICES"] = ""`). A single-process file that reads back what it saved
+itself is not flagged either: the tensors return to the device this process uses (the save may
+write elsewhere first and move the file into place, as a cache does).
 
 ## Example
 ```python
@@ -70,6 +74,8 @@ tensors directly now gets them on the CPU.
 
 const TORCH_LOAD: &[&str] = &["torch.load", "torch.serialization.load"];
 const TORCH_SAVE: &[&str] = &["torch.save", "torch.serialization.save"];
+/// Calls that put a file at a new path: `(from, to)`.
+const FILE_MOVES: &[&str] = &["shutil.move", "shutil.copyfile", "shutil.copy", "shutil.copy2", "os.replace", "os.rename"];
 
 /// Words in a path or a variable name that say the file holds data, or a small state, rather than
 /// model weights.
@@ -155,7 +161,7 @@ fn receiver_could_be_torch(text: &str, at: usize) -> bool {
 fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
     let model = checker.model;
     let call = candidate.node;
-    if !model.mentions_cuda || !model.call_resolves_to(call, TORCH_LOAD) {
+    if !model.mentions_cuda || !model.call_resolves_to(call, TORCH_LOAD) || model.hides_every_gpu() {
         return;
     }
     let maps_location = ast::keyword_arg(call, "map_location", model.text).is_some()
@@ -190,10 +196,32 @@ fn reloads_own_save<'a>(model: &Model<'a>, load: Node<'a>) -> bool {
     let Some(loaded) = saved_path(model, ast::positional_args(load).first().copied(), load, "f") else {
         return false;
     };
+    // Written elsewhere first and moved into place, as a cache that must never be read half
+    // written is (MONAI's `PersistentDataset`): the save names where the move comes from.
+    let moved_from: Vec<&str> = model
+        .calls_to(FILE_MOVES)
+        .filter_map(|moved| match ast::positional_args(moved)[..] {
+            [from, to, ..] if model.node_text(to) == loaded => Some(model.node_text(path_itself(model, from))),
+            _ => None,
+        })
+        .collect();
     model.calls_to(TORCH_SAVE).any(|save| {
         let path = ast::positional_args(save).get(1).copied();
-        saved_path(model, path, save, "f").is_some_and(|saved| saved == loaded)
+        saved_path(model, path, save, "f").is_some_and(|saved| saved == loaded || moved_from.contains(&saved))
     })
+}
+
+/// `path` for `str(path)` or `os.fspath(path)`, which name the same file; anything else as it is.
+fn path_itself<'a>(model: &Model<'a>, expression: Node<'a>) -> Node<'a> {
+    if expression.kind() != "call" {
+        return expression;
+    }
+    let names_the_path = ast::callee(expression).is_some_and(|callee| model.node_text(callee) == "str")
+        || model.call_resolves_to(expression, &["os.fspath"]);
+    match ast::positional_args(expression)[..] {
+        [path] if names_the_path => path,
+        _ => expression,
+    }
 }
 
 /// The text naming the file of a save or load: the `open(...)` arguments when the argument is

@@ -60,6 +60,20 @@ impl<'a> Model<'a> {
         }
     }
 
+    /// Whether the file hides every GPU from its own process before anything else runs: a
+    /// module-level `os.environ["CUDA_VISIBLE_DEVICES"] = ""` (or `"-1"`), as CPU-only test
+    /// modules do. Such a file uses no CUDA, whatever it names. A setting inside a function is
+    /// left out: it may be for a child process, or run after the GPU was taken.
+    pub fn hides_every_gpu(&self) -> bool {
+        self.top_level().iter().filter_map(|statement| statement.named_child(0)).any(|expression| {
+            self.env_settings(expression).iter().any(|setting| {
+                setting.name == "CUDA_VISIBLE_DEVICES"
+                    && setting.how != EnvWrite::Putenv
+                    && setting.literal_value(self).is_some_and(|value| matches!(value.trim(), "" | "-1"))
+            })
+        })
+    }
+
     fn subscript_setting(&self, assignment: Node<'a>) -> Option<EnvSetting<'a>> {
         let left = assignment.field("left").filter(|l| l.kind() == "subscript")?;
         let environ = left.field("value")?;
