@@ -39,7 +39,12 @@ fragmentation. On every batch it forces a device synchronisation, and the next a
 `cudaMalloc` again: the step gets slower and peak memory stays the same.
 
 Calls under a periodic guard (`if step % 100 == 0:`), under a memory-threshold check, or in an
-out-of-memory recovery handler (`except torch.cuda.OutOfMemoryError:`) are not flagged.
+out-of-memory recovery handler (`except torch.cuda.OutOfMemoryError:`) are not flagged. Nor are
+calls whose every enclosing loop iterates a literal tuple or list of constants
+(`for hidden in (128, 256, 512):`): that is a sweep over a few configurations, each pass running a
+whole benchmark or experiment, and emptying the cache between them deliberately keeps one
+configuration's cached memory out of the next one's measurements. A loop over data
+(`for batch in loader:`, `for step in range(n):`) around the sweep still makes it per step.
 
 ## Example
 ```python
@@ -77,7 +82,7 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
     if !model.call_resolves_to(call, names::EMPTY_CACHE) || !model.in_step_body(call) {
         return;
     }
-    if is_guarded(model, call) || in_oom_handler(model, call) {
+    if is_guarded(model, call) || in_oom_handler(model, call) || in_a_configuration_sweep(model, call) {
         return;
     }
     let fix = move_after_step_loop(model, call);
@@ -107,6 +112,21 @@ fn is_guarded<'a>(model: &Model<'a>, call: Node<'a>) -> bool {
         }
     }
     false
+}
+
+/// Every loop around the call iterates a literal tuple or list of constants (`for hidden in
+/// (128, 256, 512):`): a sweep over a few configurations, each pass a whole benchmark or run, not
+/// a loop over batches. Emptying the cache between passes keeps one configuration's cached blocks
+/// out of the next one's memory and timing.
+fn in_a_configuration_sweep<'a>(model: &Model<'a>, call: Node<'a>) -> bool {
+    let iterates_constants = |loop_node: Node<'_>| {
+        loop_node.field("right").is_some_and(|values| {
+            let mut cursor = values.walk();
+            matches!(values.kind(), "tuple" | "list") && values.named_children(&mut cursor).all(ast::is_literal)
+        })
+    };
+    let mut loops = model.loops_around_call(call).peekable();
+    loops.peek().is_some() && loops.all(|l| l.kind() == "for_statement" && iterates_constants(l))
 }
 
 /// In an `except` for out-of-memory errors, or a branch that checks for "out of memory".
