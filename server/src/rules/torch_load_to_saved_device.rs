@@ -75,7 +75,8 @@ tensors directly now gets them on the CPU.
 const TORCH_LOAD: &[&str] = &["torch.load", "torch.serialization.load"];
 const TORCH_SAVE: &[&str] = &["torch.save", "torch.serialization.save"];
 /// Calls that put a file at a new path: `(from, to)`.
-const FILE_MOVES: &[&str] = &["shutil.move", "shutil.copyfile", "shutil.copy", "shutil.copy2", "os.replace", "os.rename"];
+const FILE_MOVES: &[&str] =
+    &["shutil.move", "shutil.copyfile", "shutil.copy", "shutil.copy2", "os.replace", "os.rename"];
 
 /// Words in a path or a variable name that say the file holds data, or a small state, rather than
 /// model weights.
