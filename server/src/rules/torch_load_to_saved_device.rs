@@ -162,7 +162,7 @@ fn receiver_could_be_torch(text: &str, at: usize) -> bool {
 fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
     let model = checker.model;
     let call = candidate.node;
-    if !model.mentions_cuda || !model.call_resolves_to(call, TORCH_LOAD) || model.hides_every_gpu() {
+    if !model.mentions_cuda || !model.call_resolves_to(call, TORCH_LOAD) || model.file_fact(hides_every_gpu) {
         return;
     }
     let maps_location = ast::keyword_arg(call, "map_location", model.text).is_some()
@@ -210,6 +210,11 @@ fn reloads_own_save<'a>(model: &Model<'a>, load: Node<'a>) -> bool {
         let path = ast::positional_args(save).get(1).copied();
         saved_path(model, path, save, "f").is_some_and(|saved| saved == loaded || moved_from.contains(&saved))
     })
+}
+
+/// Asked once per file, not once per `torch.load`: it reads every top-level statement.
+fn hides_every_gpu(model: &Model<'_>) -> bool {
+    model.hides_every_gpu()
 }
 
 /// `path` for `str(path)` or `os.fspath(path)`, which name the same file; anything else as it is.
