@@ -47,11 +47,15 @@ optimizer.zero_grad(set_to_none=False)
 optimizer.zero_grad()
 ```
 
+Not flagged in a file that captures CUDA graphs (`torch.cuda.graph`, `torch.cuda.CUDAGraph`,
+`torch.cuda.make_graphed_callables`, tensordict's `CudaGraphModule`): a captured backward
+writes into the `.grad` tensors that existed at capture, so the step needs them kept, zeroed in
+place, between replays.
+
 ## Fix safety
 The fix drops the argument. It is safe for ordinary training loops. Code that reads `p.grad`
-between `zero_grad()` and the next backward (expecting zeros, not `None`), or that captures the
-step in a CUDA graph with static gradient tensors, relies on the old behaviour: suppress the
-finding there.
+between `zero_grad()` and the next backward (expecting zeros, not `None`) relies on the old
+behaviour: suppress the finding there.
 
 ## References
 - Knowledge entry: `cuda/oom-genuine` (`culint explain`)
@@ -62,7 +66,7 @@ finding there.
 fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
     let model = checker.model;
     let call = candidate.node;
-    if defines_own_zero_grad(model, call) {
+    if defines_own_zero_grad(model, call) || model.file_fact(captures_cuda_graphs) {
         return;
     }
     let Some(arguments) = ast::arguments(call) else { return };
@@ -100,6 +104,22 @@ fn drop_argument(model: &Model<'_>, arguments: Node<'_>) -> Option<Fix> {
     let range =
         if alone_on_line { TextRange::new(line_start, line_end) } else { TextRange::new(argument.start_byte(), end) };
     Some(Fix::safe(title, vec![Edit::deletion(range)]))
+}
+
+/// The file captures CUDA graphs. A captured backward writes into the `.grad` tensors that
+/// existed at capture: `set_to_none=False` keeps them in place for the replays.
+fn captures_cuda_graphs(model: &Model<'_>) -> bool {
+    const CUDA_GRAPH_CAPTURE: &[&str] = &[
+        "torch.cuda.graph",
+        "torch.cuda.CUDAGraph",
+        "torch.cuda.make_graphed_callables",
+        "torch.cuda.graphs.graph",
+        "torch.cuda.graphs.CUDAGraph",
+        "torch.cuda.graphs.make_graphed_callables",
+        "tensordict.nn.CudaGraphModule",
+        "tensordict.nn.cudagraphs.CudaGraphModule",
+    ];
+    model.calls_to(CUDA_GRAPH_CAPTURE).next().is_some()
 }
 
 /// `self.zero_grad(False)` inside a class that defines its own `zero_grad` calls that method,
