@@ -7,7 +7,7 @@ use crate::diagnostic::Severity;
 use crate::fix::{Edit, Fix};
 use crate::grammar_ids::FieldChild;
 use crate::lint::Checker;
-use crate::semantic::{CallTarget, LoopInfo, Model, ast, contexts_with_items};
+use crate::semantic::{CallTarget, LoopInfo, Model, ast, contexts_with_items, names};
 use crate::text::{TextRange, indentation_at, line_ending, line_start};
 
 pub const RULE: Rule = Rule {
@@ -46,6 +46,17 @@ often fits, unchanged otherwise, with autocast.
 `Accelerator()` without `mixed_precision` takes its precision from `accelerate launch` or its config
 file, so it counts as configured. Settings passed from flags (`enabled=args.amp`) count as on.
 Files that never use CUDA are not checked; an NCCL process group counts as using it.
+
+A model counts as cast when the file moves something to a 16-bit type (`.to(torch.bfloat16)`),
+or builds a module with a 16-bit `dtype=`/`torch_dtype=` argument (`MLP(..., dtype=torch.bfloat16)`,
+`from_pretrained(..., torch_dtype=torch.float16)`, also through a `**kwargs` dict literal): its
+parameters are then created in 16 bits. A dtype the user chooses at run time counts the same way,
+as a setting: a model cast to a dtype variable (`module.to(dtype)`, where `dtype` comes from a
+flag, a lookup table or a parameter the caller fills), or built with one
+(`torch_dtype=DTYPES[cfg.dtype]`). Not a cast: `.to(device)`, `.to(torch.float32)`, `.float()`, a
+variable set only to fp32, a tensor cast to a variable dtype (it follows some model's precision),
+and a parameter that defaults to `None` or fp32 (`nn.Linear(..., dtype=dtype)` in an `__init__`):
+the model stays fp32 unless a caller passes a dtype, and that call is what counts.
 
 ## Example
 ```python
@@ -134,23 +145,130 @@ fn file_uses_reduced_precision<'a>(model: &Model<'a>) -> bool {
     // By callee name first: reading keyword arguments of every call in a large file costs more
     // than the rest of this rule.
     let moved_to_16_bit = model.calls_named("to").iter().any(|call| {
-        // Each of the names looked for holds "16" or "half": most calls are turned away by their text.
+        // Each of the names looked for holds "16", "half" or "dtype": most calls are turned away
+        // by their text.
         let text = model.node_text(*call);
-        (text.contains("16") || text.contains("half"))
-            && ast::positional_args(*call).iter().chain(dtype(*call).iter()).any(|a| {
-                let text = model.node_text(*a);
-                text.contains("float16") || text.contains("bfloat16") || text.contains("torch.half")
-            })
+        if !(text.contains("16") || text.contains("half") || text.contains("dtype")) {
+            return false;
+        }
+        // A dtype chosen at run time counts when it casts a model (`module.to(dtype)`): a tensor
+        // cast to a variable dtype (`pixels.to(dtype)`) follows some model's precision rather
+        // than sets it. A positional argument may be a device (`.to(device)`): only one whose
+        // name says it holds a dtype is a setting.
+        let casts_a_model = ast::receiver(*call).is_some_and(|r| reads_like_a_model(model, r));
+        let positional = ast::positional_args(*call).into_iter().filter(|a| {
+            names_16_bit_type(model, *a)
+                || casts_a_model && model.node_text(*a).contains("dtype") && is_dtype_setting(model, *a)
+        });
+        let keyword =
+            dtype(*call).filter(|a| names_16_bit_type(model, *a) || casts_a_model && is_dtype_setting(model, *a));
+        positional.chain(keyword).next().is_some()
     });
     moved_to_16_bit
         || ["from_pretrained", "from_config", "create_model"]
             .iter()
             .flat_map(|name| model.calls_named(name))
             .any(|call| dtype(*call).is_some_and(is_16_bit))
+        || model.all_calls().iter().any(|call| builds_module_in_chosen_precision(model, *call))
         || model
             .calls_named("set_default_dtype")
             .iter()
             .any(|call| ast::positional_args(*call).first().is_some_and(|a| is_16_bit(*a)))
+}
+
+/// `torch.float16`, `torch.bfloat16`, `torch.half`.
+fn names_16_bit_type(model: &Model<'_>, value: Node<'_>) -> bool {
+    let text = model.node_text(value);
+    text.contains("float16") || text.contains("bfloat16") || text.contains("torch.half")
+}
+
+/// `model`, `self.net`, `MixtralModel(config)`: the receiver's name reads like a model's.
+fn reads_like_a_model(model: &Model<'_>, receiver: Node<'_>) -> bool {
+    let name = match receiver.kind() {
+        "identifier" => Some(model.node_text(receiver)),
+        "attribute" => receiver.field("attribute").map(|a| model.node_text(a)),
+        "call" => model.callee_name(receiver),
+        _ => None,
+    };
+    name.is_some_and(names::is_model_name)
+}
+
+/// A dtype the user chooses at run time: a table looked up by a flag (`DTYPES[args.dtype]`), or a
+/// variable bound to such a choice (`torch.bfloat16 if args.bf16 else torch.float32`) or to a
+/// 16-bit type, or a parameter with no default (the caller picks). A parameter that defaults to
+/// `None` or fp32 (`nn.Linear(k, h, dtype=dtype)` in an `__init__`) leaves the model in fp32
+/// unless a caller passes a dtype, and that caller's argument is what counts.
+fn is_dtype_setting<'a>(model: &Model<'a>, value: Node<'a>) -> bool {
+    let is_choice =
+        |v: Node<'_>| names_16_bit_type(model, v) || matches!(v.kind(), "subscript" | "conditional_expression");
+    match value.kind() {
+        "subscript" => true,
+        "identifier" => {
+            let name = model.node_text(value);
+            let function = ast::enclosing_function(value);
+            if let Some(default) = function.and_then(|f| ast::parameter_default(f, name, model.text)) {
+                return default.is_none_or(is_choice);
+            }
+            // Bound in the function that reads it, else at module level.
+            let local: Vec<Node<'a>> =
+                function.map(|f| model.assignments_to_within(name, f).collect()).unwrap_or_default();
+            let bindings = if local.is_empty() {
+                model.assignments_to(name).iter().copied().filter(|a| ast::enclosing_function(*a).is_none()).collect()
+            } else {
+                local
+            };
+            bindings.iter().any(|a| a.field("right").is_some_and(is_choice))
+        }
+        _ => false,
+    }
+}
+
+/// A module built with a 16-bit or chosen `dtype=`/`torch_dtype=` (`MLP(..., dtype=torch.bfloat16)`,
+/// `Wrapper.from_pretrained(name, **kwargs)` where `kwargs` holds `"torch_dtype": DTYPES[cfg.dtype]`):
+/// its parameters are created in that precision. A module's class is told by its CapWords name,
+/// which tensor factories (`torch.randn(..., dtype=...)`, inputs rather than the model) do not
+/// have; model loaders by their method's name.
+fn builds_module_in_chosen_precision<'a>(model: &Model<'a>, call: Node<'a>) -> bool {
+    let builds_a_module = model.callee_name(call).is_some_and(|name| {
+        name.starts_with(|c: char| c.is_ascii_uppercase())
+            || matches!(name, "from_pretrained" | "from_config" | "create_model")
+    });
+    if !builds_a_module {
+        return false;
+    }
+    let lowers = |value: Node<'a>| names_16_bit_type(model, value) || is_dtype_setting(model, value);
+    let keyword = ["dtype", "torch_dtype"].iter().filter_map(|k| ast::keyword_arg(call, k, model.text)).any(lowers);
+    keyword || splatted_dtypes(model, call).into_iter().any(lowers)
+}
+
+/// The `"dtype"`/`"torch_dtype"` values of the dict literals assigned to a name that `call`
+/// passes as `**name`.
+fn splatted_dtypes<'a>(model: &Model<'a>, call: Node<'a>) -> Vec<Node<'a>> {
+    let Some(arguments) = ast::arguments(call) else { return Vec::new() };
+    let mut cursor = arguments.walk();
+    let splatted: Vec<&str> = arguments
+        .named_children(&mut cursor)
+        .filter(|a| a.kind() == "dictionary_splat")
+        .filter_map(|a| a.named_child(0).filter(|n| n.kind() == "identifier").map(|n| model.node_text(n)))
+        .collect();
+    let dicts = splatted
+        .into_iter()
+        .flat_map(|name| model.assignments_to(name))
+        .filter_map(|a| a.field("right").filter(|v| v.kind() == "dictionary"));
+    let mut values = Vec::new();
+    for dict in dicts {
+        let mut cursor = dict.walk();
+        values.extend(
+            dict.named_children(&mut cursor)
+                .filter(|pair| {
+                    pair.field("key")
+                        .and_then(|k| ast::string_value(k, model.text))
+                        .is_some_and(|k| matches!(k.as_str(), "dtype" | "torch_dtype"))
+                })
+                .filter_map(|pair| pair.field("value")),
+        );
+    }
+    values
 }
 
 /// Autocast around the loop, inside it, or in a helper it calls; or a helper the checker cannot

@@ -238,11 +238,21 @@ pub fn body(node: Node<'_>) -> Option<Node<'_>> {
 /// Whether `name` is one of `function`'s parameters: `x`, `x: int`, `x=1`, `x: int = 1`,
 /// `*args`, `**kwargs`.
 pub fn is_parameter(function: Node<'_>, name: &str, source: &str) -> bool {
-    let Some(parameters) = function.field("parameters") else { return false };
+    parameter_named(function, name, source).is_some()
+}
+
+/// The value `name` defaults to when it is one of `function`'s parameters: `Some(None)` for a
+/// parameter without a default.
+pub fn parameter_default<'t>(function: Node<'t>, name: &str, source: &str) -> Option<Option<Node<'t>>> {
+    parameter_named(function, name, source).map(|parameter| parameter.field("value"))
+}
+
+fn parameter_named<'t>(function: Node<'t>, name: &str, source: &str) -> Option<Node<'t>> {
+    let parameters = function.field("parameters")?;
     let mut cursor = parameters.walk();
-    parameters.named_children(&mut cursor).any(|parameter| {
+    parameters.named_children(&mut cursor).find(|parameter| {
         let mut bound = match parameter.kind() {
-            "identifier" => Some(parameter),
+            "identifier" => Some(*parameter),
             _ => parameter.field("name").or_else(|| parameter.named_child(0)),
         };
         // `*args: int` holds its name one level further down.
