@@ -169,7 +169,7 @@ fn file_uses_reduced_precision<'a>(model: &Model<'a>) -> bool {
             .iter()
             .flat_map(|name| model.calls_named(name))
             .any(|call| dtype(*call).is_some_and(is_16_bit))
-        || model.all_calls().iter().any(|call| builds_module_in_chosen_precision(model, *call))
+        || model.calls_named_like(names_a_module_builder).any(|call| builds_module_in_precision(model, call))
         || model
             .calls_named("set_default_dtype")
             .iter()
@@ -223,17 +223,21 @@ fn is_dtype_setting<'a>(model: &Model<'a>, value: Node<'a>) -> bool {
     }
 }
 
+/// A callee that builds a module: a class, told by its CapWords name, which tensor factories
+/// (`torch.randn(..., dtype=...)`, inputs rather than the model) do not have; or a model loader.
+fn names_a_module_builder(name: &str) -> bool {
+    name.starts_with(|c: char| c.is_ascii_uppercase())
+        || matches!(name, "from_pretrained" | "from_config" | "create_model")
+}
+
 /// A module built with a 16-bit or chosen `dtype=`/`torch_dtype=` (`MLP(..., dtype=torch.bfloat16)`,
 /// `Wrapper.from_pretrained(name, **kwargs)` where `kwargs` holds `"torch_dtype": DTYPES[cfg.dtype]`):
-/// its parameters are created in that precision. A module's class is told by its CapWords name,
-/// which tensor factories (`torch.randn(..., dtype=...)`, inputs rather than the model) do not
-/// have; model loaders by their method's name.
-fn builds_module_in_chosen_precision<'a>(model: &Model<'a>, call: Node<'a>) -> bool {
-    let builds_a_module = model.callee_name(call).is_some_and(|name| {
-        name.starts_with(|c: char| c.is_ascii_uppercase())
-            || matches!(name, "from_pretrained" | "from_config" | "create_model")
-    });
-    if !builds_a_module {
+/// its parameters are created in that precision. `call`'s callee passes [`names_a_module_builder`].
+fn builds_module_in_precision<'a>(model: &Model<'a>, call: Node<'a>) -> bool {
+    // A large script builds thousands of layers: most calls are turned away by their text,
+    // which is cheaper than finding their keyword arguments.
+    let text = model.node_text(call);
+    if !text.contains("dtype") && !text.contains("**") {
         return false;
     }
     let lowers = |value: Node<'a>| names_16_bit_type(model, value) || is_dtype_setting(model, value);

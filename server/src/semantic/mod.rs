@@ -384,6 +384,18 @@ impl<'a> Model<'a> {
         self.walked.calls_by_name.get(name).map_or(&[], |calls| calls)
     }
 
+    /// Calls whose callee's final name passes `wanted`, grouped by name (a read of the whole
+    /// file). One test per distinct name rather than per call: a large script has thousands of
+    /// calls and a few hundred names.
+    pub fn calls_named_like<'s>(&'s self, wanted: impl Fn(&str) -> bool + 's) -> impl Iterator<Item = Node<'a>> + 's {
+        read_whole_file();
+        self.walked
+            .calls_by_name
+            .iter()
+            .filter(move |(name, _)| wanted(name))
+            .flat_map(|(_, calls)| calls.iter().copied())
+    }
+
     /// The calls with callee name `name` inside `node` (the node itself included), in source order.
     pub fn calls_named_within(&self, name: &str, node: Node<'_>) -> impl Iterator<Item = Node<'a>> + '_ {
         self.read_within(node, Some((Index::Calls, name)));
