@@ -16,6 +16,7 @@ pub mod hardware;
 pub mod knowledge;
 pub mod lint;
 pub mod lsp;
+pub mod module_spine;
 pub mod parse;
 pub mod prefilter;
 pub mod probe;

@@ -360,11 +360,10 @@ fn next_char_end(text: &str, at: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use tree_sitter::{InputEdit, Point};
-
     use super::*;
     use crate::document::Document;
     use crate::parse::parse;
+    use crate::test_support::told_edit;
     use crate::tree_reuse::{settled, statements_not_shared};
 
     /// Functions, a class with methods, a decorator, a comment and blank lines, many times over.
@@ -395,25 +394,11 @@ class Block{n}(torch.nn.Module):
         text
     }
 
-    fn point(text: &str, byte: usize) -> Point {
-        Point { row: text[..byte].matches('\n').count(), column: byte - line_start(text, byte) }
-    }
-
     /// Replace `range` of `text` with `inserted` and reparse `tree` incrementally, telling it of
     /// the span [`span_to_reparse`] gives, or of `range` alone.
     fn keystroke(text: &str, tree: &Tree, range: TextRange, inserted: &str, widen: bool) -> (String, Tree) {
         let told = if widen { span_to_reparse(text, tree, range, inserted) } else { range };
-        let new_text = format!("{}{inserted}{}", &text[..range.start], &text[range.end..]);
-        let new_end = range.start + inserted.len() + (told.end - range.end);
-        let mut edited = tree.clone();
-        edited.edit(&InputEdit {
-            start_byte: told.start,
-            old_end_byte: told.end,
-            new_end_byte: new_end,
-            start_position: point(text, told.start),
-            old_end_position: point(text, told.end),
-            new_end_position: point(&new_text, new_end),
-        });
+        let (new_text, edited) = told_edit(text, tree, told, range, inserted);
         let reparsed = parse(&new_text, Some(&edited));
         (new_text, reparsed)
     }

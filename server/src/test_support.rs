@@ -92,3 +92,30 @@ pub fn lint_buffer_after(
     let tree = document.tree().clone();
     lint_again(&document.shared_text(), &tree, LintContext::default(), &LintSettings::default(), cache)
 }
+
+/// `text` with `range` replaced by `inserted`, and `tree` told that `told` (which holds `range`)
+/// changed into the new text there; not reparsed.
+pub fn told_edit(
+    text: &str,
+    tree: &tree_sitter::Tree,
+    told: TextRange,
+    range: TextRange,
+    inserted: &str,
+) -> (String, tree_sitter::Tree) {
+    let new_text = format!("{}{inserted}{}", &text[..range.start], &text[range.end..]);
+    let new_end = range.start + inserted.len() + (told.end - range.end);
+    let point = |text: &str, byte: usize| tree_sitter::Point {
+        row: text[..byte].matches('\n').count(),
+        column: byte - crate::text::line_start(text, byte),
+    };
+    let mut edited = tree.clone();
+    edited.edit(&tree_sitter::InputEdit {
+        start_byte: told.start,
+        old_end_byte: told.end,
+        new_end_byte: new_end,
+        start_position: point(text, told.start),
+        old_end_position: point(text, told.end),
+        new_end_position: point(&new_text, new_end),
+    });
+    (new_text, edited)
+}

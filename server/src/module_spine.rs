@@ -1,0 +1,328 @@
+//! Lets tree-sitter reuse runs of a module's top-level statements whole.
+//!
+//! Tree-sitter holds a repetition as a binary tree of hidden nodes: a module of 982 statements
+//! hangs them from about 980 `module_repeat1` nodes, its spine. Python's grammar makes the parser
+//! weigh several parses at once at every statement, and a node reduced while it does is marked
+//! fragile: no reparse reuses it whole. So every reparse walks down the whole spine, reuses the
+//! statements one at a time and builds the spine again: about a thousand shifts and reductions,
+//! 1.0–1.5 ms of a keystroke on a 10,000-line script whatever the edit, and several times the
+//! rest of the reparse.
+//!
+//! A spine node holds nothing but whole statements, each parsed at the same state (the one after
+//! a run of statements), so reusing it whole gives the tree that reusing its statements one by
+//! one would. After each parse this marks such nodes reusable, as tree-sitter would have had it
+//! not weighed several parses when it reduced them:
+//!
+//! - the node and everything under it parsed without an error, and every statement in it is
+//!   itself reusable (not fragile) and was parsed at the state a reparse will meet it in, the one
+//!   after the statements before it; the node is given that state, as tree-sitter gives a
+//!   reduced node the state before it;
+//! - it does not hold the module's first statement, which is parsed at the module's first state;
+//! - its first token was lexed in a state with the lexer mode of the state a reparse meets the
+//!   node in (the one after a spine node). Tree-sitter checks this before it reuses a node; a
+//!   node whose first token is then lexed again would take the statement it starts apart, and
+//!   the statements after it, each lexed in the state the last one left;
+//! - the state after its last statement has that lexer mode too, so the token after the node is
+//!   checked as tree-sitter alone would check it. A simple statement (`x = 1`) leaves another
+//!   lexer mode than a definition, as does a comment between statements: runs of definitions
+//!   gain, and a module of interleaved assignments, comments and definitions gains less. None
+//!   loses: no statement is rebuilt that tree-sitter alone would have shared (a test checks it).
+//!
+//! Only nodes that this parse built are written: those reached from the new tree's root through
+//! nodes that nothing else holds. A node shared with an older tree, which a lint may be reading
+//! on another thread, is left as it is.
+//!
+//! This reads and writes tree-sitter's node records, whose layout is that of tree-sitter 0.27.1
+//! and tree-sitter-python 0.25.0 (both pinned in `Cargo.toml`). The layout is checked once
+//! against a parse whose answers are known; where it differs nothing is written, and reparses
+//! only cost what they did. The reparse tests (`reparse_span`) compare every reparsed tree with a
+//! fresh parse's, and the keystroke fuzz target does the same over random edits.
+
+use std::sync::OnceLock;
+
+use tree_sitter::Tree;
+
+/// The grammar's internal symbol of the module's repetition (`aux_sym_module_repeat1`).
+const MODULE_REPEAT: u16 = 240;
+/// The parser's first state: where the module's first statement is parsed.
+const FIRST_STATE: u16 = 1;
+
+/// Byte offsets into tree-sitter's `SubtreeHeapData`.
+const ERROR_COST: usize = 32;
+const CHILD_COUNT: usize = 36;
+const SYMBOL: usize = 40;
+const PARSE_STATE: usize = 42;
+const FLAGS: usize = 44;
+const FIRST_LEAF_STATE: usize = 70;
+
+/// Bits of the flags byte: `extra`, `fragile_left` and `fragile_right`, `has_changes`.
+const EXTRA: u8 = 1 << 2;
+const FRAGILE: u8 = (1 << 3) | (1 << 4);
+const HAS_CHANGES: u8 = 1 << 5;
+
+/// Tree-sitter's `TSLexerMode` (ABI 15).
+#[repr(C)]
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct LexerMode {
+    lex_state: u16,
+    external_lex_state: u16,
+    reserved_word_set_id: u16,
+}
+
+unsafe extern "C" {
+    /// Tree-sitter's own, which its parser checks a reused node's first token with.
+    fn ts_language_lex_mode_for_state(language: *const (), state: u16) -> LexerMode;
+}
+
+/// Mark the spine nodes of a tree that was just parsed (before anything else holds it) reusable
+/// where reusing them whole is what reusing their statements would give.
+pub fn make_reusable(tree: &Tree) {
+    let Some(states) = layout_checked() else { return };
+    // SAFETY: the layout was checked ([`layout_checked`]); the slot of the root is the tree's own.
+    unsafe {
+        let Some(root) = heap_record(tree.root_node().id() as *const usize) else { return };
+        let mut walk = Walk { states, previous_statement: None };
+        walk.children(root, read::<u32>(root, 0) == 1);
+    }
+}
+
+/// The states a reparse meets top-level statements in.
+#[derive(Clone)]
+struct States {
+    language: tree_sitter::Language,
+    /// After one or more statements, reduced to the spine: where every statement after the
+    /// first is parsed.
+    after_statements: u16,
+    /// The lexer mode of the state after a spine node is shifted there, which a spine node's first
+    /// token must have been lexed in for tree-sitter to reuse the node.
+    after_spine_mode: LexerMode,
+}
+
+struct Walk<'s> {
+    states: &'s States,
+    /// The symbol of the last statement walked, if any came before the node being walked.
+    previous_statement: Option<u16>,
+}
+
+impl Walk<'_> {
+    /// Walk the children of `record`, marking its spine nodes reusable where they may be; whether
+    /// every statement in it is reusable and was parsed where a reparse will meet it. `exclusive`:
+    /// nothing but its parent in this tree holds `record`, and so on up to the root.
+    unsafe fn children(&mut self, record: *mut u8, exclusive: bool) -> bool {
+        // SAFETY: `record` is a live node record of the tree being walked.
+        unsafe {
+            let child_count = read::<u32>(record, CHILD_COUNT) as usize;
+            let slots = (record as *const usize).sub(child_count);
+            let mut all_reusable = true;
+            for i in 0..child_count {
+                let Some(child) = heap_record(slots.add(i)) else { return false };
+                let flags = read::<u8>(child, FLAGS);
+                if flags & EXTRA != 0 {
+                    continue;
+                }
+                let met_in = if self.previous_statement.is_some() { self.states.after_statements } else { FIRST_STATE };
+                let symbol = read::<u16>(child, SYMBOL);
+                if symbol != MODULE_REPEAT {
+                    all_reusable &= flags & FRAGILE == 0 && read::<u16>(child, PARSE_STATE) == met_in;
+                    self.previous_statement = Some(symbol);
+                    continue;
+                }
+                let holds_first = self.previous_statement.is_none();
+                let child_exclusive = exclusive && read::<u32>(child, 0) == 1;
+                if !self.children(child, child_exclusive) {
+                    all_reusable = false;
+                    continue;
+                }
+                // Met after a spine node, the token that follows is checked in the state after the
+                // spine, where tree-sitter alone checks it in the state after its last statement.
+                let first_token_fits = lex_mode(read::<u16>(child, FIRST_LEAF_STATE)) == self.states.after_spine_mode;
+                let next_token_fits = self.previous_statement.is_some_and(|last| {
+                    lex_mode(self.states.language.next_state(self.states.after_statements, last))
+                        == self.states.after_spine_mode
+                });
+                let reusable = !holds_first
+                    && first_token_fits
+                    && next_token_fits
+                    && read::<u32>(child, ERROR_COST) == 0
+                    && flags & HAS_CHANGES == 0;
+                if reusable && child_exclusive && flags & FRAGILE != 0 {
+                    write(child, PARSE_STATE, met_in);
+                    write(child, FLAGS, flags & !FRAGILE);
+                }
+            }
+            all_reusable
+        }
+    }
+}
+
+/// The node record a subtree slot points to; `None` for a subtree stored inline in its slot (a
+/// token), which has no record.
+unsafe fn heap_record(slot: *const usize) -> Option<*mut u8> {
+    // SAFETY: the caller's slot is live; its lowest bit is set when the subtree is inline.
+    let value = unsafe { std::ptr::read(slot) };
+    (cfg!(target_endian = "little") && value & 1 == 0).then_some(value as *mut u8)
+}
+
+unsafe fn read<T: Copy>(record: *const u8, offset: usize) -> T {
+    // SAFETY: the caller's offset is that of a field of type `T` in a live record.
+    unsafe { std::ptr::read_unaligned(record.add(offset) as *const T) }
+}
+
+unsafe fn write<T: Copy>(record: *mut u8, offset: usize, value: T) {
+    // SAFETY: as `read`, on a record that nothing but this tree holds.
+    unsafe { std::ptr::write_unaligned(record.add(offset) as *mut T, value) }
+}
+
+fn lex_mode(state: u16) -> LexerMode {
+    // SAFETY: the language is tree-sitter-python's static one, and the state one of its parser's.
+    unsafe { ts_language_lex_mode_for_state(language_pointer(), state) }
+}
+
+fn language_pointer() -> *const () {
+    // SAFETY: the grammar's language function returns a pointer to its static language.
+    unsafe { (tree_sitter_python::LANGUAGE.into_raw())() }
+}
+
+/// The states to walk with, once the records of a parse with known answers read as expected;
+/// `None` (nothing is ever written) when they do not.
+fn layout_checked() -> Option<&'static States> {
+    static CHECKED: OnceLock<Option<States>> = OnceLock::new();
+    CHECKED
+        .get_or_init(|| {
+            let language = crate::parse::python();
+            if language.abi_version() != 15 || language.node_kind_for_id(MODULE_REPEAT) != Some("module_repeat1") {
+                return None;
+            }
+            let text = "import os\n\n\ndef f():\n    pass\n\n\nx = 1\ny = 2\n";
+            let tree = crate::parse::parse_as_tree_sitter_leaves_it(text, None);
+            let root_node = tree.root_node();
+            // SAFETY: reads of the root's record and its children's, each within the record's size
+            // when the layout is as expected; a layout that is not would be caught below before any
+            // pointer read from it is followed.
+            let layout_holds = unsafe {
+                let root = heap_record(root_node.id() as *const usize)?;
+                let children = read::<u32>(root, CHILD_COUNT) as usize;
+                read::<u16>(root, SYMBOL) == root_node.kind_id()
+                    && read::<u32>(root, ERROR_COST) == 0
+                    && read::<u32>(root, 0) == 1
+                    && (1..=4).contains(&children)
+                    && read::<u8>(root, FLAGS) & 0b11 == 0b11
+                    && {
+                        let first = heap_record((root as *const usize).sub(children))?;
+                        matches!(read::<u16>(first, SYMBOL), MODULE_REPEAT)
+                    }
+            };
+            layout_holds.then(|| {
+                let after_statements = language.next_state(FIRST_STATE, MODULE_REPEAT);
+                let after_spine = language.next_state(after_statements, MODULE_REPEAT);
+                States { language, after_statements, after_spine_mode: lex_mode(after_spine) }
+            })
+        })
+        .as_ref()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse::{layout, parse, parse_as_tree_sitter_leaves_it};
+    use crate::test_support::told_edit;
+    use crate::text::TextRange;
+    use crate::tree_reuse::statements_not_shared;
+    use std::sync::{Arc, Mutex};
+    use tree_sitter::Parser;
+
+    /// A module of definitions, as most training scripts' bulk is.
+    fn definitions() -> String {
+        let mut text = String::from("\"\"\"Docstring.\"\"\"\nimport torch\n\nDEVICE = 'cuda'\n\n");
+        for n in 0..200 {
+            text.push_str(&format!(
+                "def step_{n}(model, batch):\n    loss = model(batch).sum()\n    loss.backward()\n    return loss\n\n\n\
+                 class Block{n}(torch.nn.Module):\n    pass\n\n\n"
+            ));
+        }
+        text
+    }
+
+    /// Definitions with simple statements and comments between them, whose first tokens are
+    /// lexed in other states.
+    fn interleaved() -> String {
+        let mut text = String::from("import torch\n");
+        for n in 0..150 {
+            text.push_str(&format!(
+                "RATE_{n} = 1e-3\ndef step_{n}(model):\n    return model\n# note\nclass Block{n}:\n    pass\nprint({n})\n\n"
+            ));
+        }
+        text
+    }
+
+    /// `text` with `inserted` at `at`, and `tree` told of it.
+    fn edit(text: &str, tree: &Tree, at: usize, inserted: &str) -> (String, Tree) {
+        told_edit(text, tree, TextRange::empty(at), TextRange::empty(at), inserted)
+    }
+
+    /// The keystrokes the tests type: an expression broken halfway, whole again, then a comment.
+    const KEYSTROKES: [&str; 4] = [" *", " 2", "  #", "x"];
+
+    #[test]
+    fn the_layout_reads_as_expected() {
+        assert!(layout_checked().is_some(), "tree-sitter's node records are not laid out as this module reads them");
+    }
+
+    #[test]
+    fn a_reparse_reuses_runs_of_definitions_whole_and_gives_a_fresh_parses_tree() {
+        let text = definitions();
+        // As the server opens a buffer: a fresh parse leaves many statements fragile too, which a
+        // few reparses of the same text rebuild without ([`crate::tree_reuse::settled`]).
+        let mut tree = crate::tree_reuse::settled(&text, parse(&text, None));
+        let statements = tree.root_node().child_count() as usize;
+        let mut at = text.match_indices("    return loss\n").nth(120).expect("the script holds the line").0 + 15;
+        let mut text = text;
+        for inserted in KEYSTROKES {
+            let (new_text, edited) = edit(&text, &tree, at, inserted);
+            let refused = Arc::new(Mutex::new(0));
+            let counter = Arc::clone(&refused);
+            let mut parser = Parser::new();
+            parser.set_language(&crate::parse::python()).expect("the grammar loads");
+            parser.set_logger(Some(Box::new(move |_, message: &str| {
+                if message.starts_with("cant_reuse_node_is_fragile tree:module_repeat1") {
+                    *counter.lock().expect("not poisoned") += 1;
+                }
+            })));
+            let reparsed = parser.parse(&new_text, Some(&edited)).expect("parses");
+            make_reusable(&reparsed);
+            assert_eq!(layout(&reparsed), layout(&parse(&new_text, None)), "after {inserted:?}");
+            // Without the marks, every spine node is refused: about one per statement.
+            let refused = *refused.lock().expect("not poisoned");
+            assert!(refused * 10 < statements, "{refused} spine nodes refused, of {statements} statements");
+            at += inserted.len();
+            (text, tree) = (new_text, reparsed);
+        }
+    }
+
+    #[test]
+    fn no_statement_is_rebuilt_that_tree_sitter_alone_would_share() {
+        for text in [definitions(), interleaved()] {
+            let settle = |parse_text: fn(&str, Option<&Tree>) -> Tree| {
+                (0..6).fold(parse_text(&text, None), |tree, _| parse_text(&text, Some(&tree)))
+            };
+            let (mut marked, mut unmarked) = (settle(parse), settle(parse_as_tree_sitter_leaves_it));
+            let mut current = text.clone();
+            let mut at = current.match_indices("    return").nth(100).expect("the script holds the line").0 + 10;
+            for inserted in KEYSTROKES.iter().chain(&["\n", "y = 1", "\n\n"]) {
+                let (next, edited_marked) = edit(&current, &marked, at, inserted);
+                let (_, edited_unmarked) = edit(&current, &unmarked, at, inserted);
+                let reparsed_marked = parse(&next, Some(&edited_marked));
+                let reparsed_unmarked = parse_as_tree_sitter_leaves_it(&next, Some(&edited_unmarked));
+                assert_eq!(layout(&reparsed_marked), layout(&parse(&next, None)), "after {inserted:?}");
+                let rebuilt_marked = statements_not_shared(&marked, &reparsed_marked);
+                let rebuilt_unmarked = statements_not_shared(&unmarked, &reparsed_unmarked);
+                assert!(
+                    rebuilt_marked <= rebuilt_unmarked,
+                    "after {inserted:?}: {rebuilt_marked} statements rebuilt, tree-sitter alone {rebuilt_unmarked}"
+                );
+                at += inserted.len();
+                (current, marked, unmarked) = (next, reparsed_marked, reparsed_unmarked);
+            }
+        }
+    }
+}
