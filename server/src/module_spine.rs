@@ -48,6 +48,7 @@ const MODULE_REPEAT: u16 = 240;
 const FIRST_STATE: u16 = 1;
 
 /// Byte offsets into tree-sitter's `SubtreeHeapData`.
+const SIZE_BYTES: usize = 16;
 const ERROR_COST: usize = 32;
 const CHILD_COUNT: usize = 36;
 const SYMBOL: usize = 40;
@@ -203,6 +204,7 @@ fn layout_checked() -> Option<&'static States> {
                 let root = heap_record(root_node.id() as *const usize)?;
                 let children = read::<u32>(root, CHILD_COUNT) as usize;
                 read::<u16>(root, SYMBOL) == root_node.kind_id()
+                    && read::<u32>(root, SIZE_BYTES) as usize == root_node.byte_range().len()
                     && read::<u32>(root, ERROR_COST) == 0
                     && read::<u32>(root, 0) == 1
                     && (1..=4).contains(&children)
