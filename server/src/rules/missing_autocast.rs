@@ -205,19 +205,11 @@ fn is_dtype_setting<'a>(model: &Model<'a>, value: Node<'a>) -> bool {
         "subscript" => true,
         "identifier" => {
             let name = model.node_text(value);
-            let function = ast::enclosing_function(value);
+            let function = model.enclosing_function(value);
             if let Some(default) = function.and_then(|f| ast::parameter_default(f, name, model.text)) {
                 return default.is_none_or(is_choice);
             }
-            // Bound in the function that reads it, else at module level.
-            let local: Vec<Node<'a>> =
-                function.map(|f| model.assignments_to_within(name, f).collect()).unwrap_or_default();
-            let bindings = if local.is_empty() {
-                model.assignments_to(name).iter().copied().filter(|a| ast::enclosing_function(*a).is_none()).collect()
-            } else {
-                local
-            };
-            bindings.iter().any(|a| a.field("right").is_some_and(is_choice))
+            model.assignments_seen_from(name, function).iter().any(|a| a.field("right").is_some_and(is_choice))
         }
         _ => false,
     }

@@ -194,14 +194,7 @@ fn names_only_tiny_models<'a>(model: &Model<'a>, call: Node<'a>) -> bool {
     let variable = model.node_text(argument);
     let function = model.enclosing_function(call);
     let is_parameter = function.is_some_and(|f| ast::is_parameter(f, variable, model.text));
-    let in_function = |assignment: &&Node<'a>, function: Option<Node<'a>>| {
-        model.enclosing_function(**assignment).map(|f| f.id()) == function.map(|f| f.id())
-    };
-    let mut assignments: Vec<&Node<'a>> =
-        model.assignments_to(variable).iter().filter(|a| in_function(a, function)).collect();
-    if assignments.is_empty() {
-        assignments = model.assignments_to(variable).iter().filter(|a| in_function(a, None)).collect();
-    }
+    let assignments = model.assignments_seen_from(variable, function);
     !is_parameter
         && !assignments.is_empty()
         && assignments.iter().all(|assignment| {

@@ -432,6 +432,19 @@ impl<'a> Model<'a> {
         self.walked.assignments.get(target).map_or(&[], |assignments| assignments)
     }
 
+    /// Where a plain name read in `function` (`None`: at module level) is bound: its assignments
+    /// in that very function, or, when it has none there, those at module level.
+    pub fn assignments_seen_from(&self, name: &str, function: Option<Node<'a>>) -> Vec<Node<'a>> {
+        let in_function = |scope: Option<Node<'a>>| {
+            move |assignment: &&Node<'a>| self.enclosing_function(**assignment).map(|f| f.id()) == scope.map(|f| f.id())
+        };
+        let local: Vec<Node<'a>> = self.assignments_to(name).iter().filter(in_function(function)).copied().collect();
+        if !local.is_empty() || function.is_none() {
+            return local;
+        }
+        self.assignments_to(name).iter().filter(in_function(None)).copied().collect()
+    }
+
     /// The assignments to `target` inside `node`, in source order: a common name (`loss`) is
     /// assigned all over a long script, and a rule asks about one function or loop of it.
     pub fn assignments_to_within(&self, target: &str, node: Node<'_>) -> impl Iterator<Item = Node<'a>> + '_ {
