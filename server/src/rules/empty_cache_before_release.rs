@@ -143,13 +143,13 @@ fn is_collection(model: &Model<'_>, call: Node<'_>) -> bool {
 /// `gc.collect()` and `torch.cuda.*` queries.
 fn released_just_before<'a>(model: &Model<'a>, call: Node<'a>) -> bool {
     let scope = model.scope_of(call);
-    let releases: Vec<Node<'a>> = model
-        .own_calls_within(scope)
-        .filter(|c| is_collection(model, *c) || moves_a_module_to_cpu(model, *c))
-        .collect();
+    // The scope's calls once: the releases are among them, and so is what runs between.
+    let calls: Vec<Node<'a>> = model.own_calls_within(scope).collect();
+    let releases: Vec<Node<'a>> =
+        calls.iter().copied().filter(|c| is_collection(model, *c) || moves_a_module_to_cpu(model, *c)).collect();
+    let nothing_runs_between = |between: &dyn Fn(usize) -> bool| nothing_runs_between(model, scope, &calls, between);
     let earlier = releases.iter().rev().find(|r| ast::precedes(**r, call));
-    if earlier.is_some_and(|r| nothing_runs_between(model, scope, |at| (r.end_byte()..call.start_byte()).contains(&at)))
-    {
+    if earlier.is_some_and(|r| nothing_runs_between(&|at| (r.end_byte()..call.start_byte()).contains(&at))) {
         return true;
     }
     let Some(body) = model.loop_around_call(call).and_then(ast::body) else { return false };
@@ -157,9 +157,7 @@ fn released_just_before<'a>(model: &Model<'a>, call: Node<'a>) -> bool {
     // From the release round to the call: the rest of the body, then its start.
     previous_pass.is_some_and(|r| {
         let this_pass = call.start_byte()..r.end_byte();
-        nothing_runs_between(model, scope, |at| {
-            (body.start_byte()..body.end_byte()).contains(&at) && !this_pass.contains(&at)
-        })
+        nothing_runs_between(&|at| (body.start_byte()..body.end_byte()).contains(&at) && !this_pass.contains(&at))
     })
 }
 
@@ -176,16 +174,21 @@ fn moves_a_module_to_cpu<'a>(model: &Model<'a>, call: Node<'a>) -> bool {
     moves && ast::receiver(call).is_some() && model.parent(call).is_some_and(|p| p.kind() == "expression_statement")
 }
 
-/// No `del` and no call other than `print`, `gc.collect()` or `torch.cuda.*` starts in `scope` at
-/// a byte that is `between`.
-fn nothing_runs_between<'a>(model: &Model<'a>, scope: Node<'a>, between: impl Fn(usize) -> bool) -> bool {
+/// No `del` in `scope`, and no call among `calls` (the scope's own) other than `print`,
+/// `gc.collect()` or `torch.cuda.*`, starts at a byte that is `between`.
+fn nothing_runs_between<'a>(
+    model: &Model<'a>,
+    scope: Node<'a>,
+    calls: &[Node<'a>],
+    between: &dyn Fn(usize) -> bool,
+) -> bool {
     let between = |node: Node<'_>| between(node.start_byte());
     let harmless = |call: Node<'_>| {
         is_collection(model, call)
             || model.call_qualified_name(call).is_some_and(|q| q.starts_with("torch.cuda."))
             || ast::callee(call).is_some_and(|f| f.kind() == "identifier" && model.node_text(f) == "print")
     };
-    model.own_calls_within(scope).filter(|c| between(*c)).all(harmless)
+    calls.iter().copied().filter(|c| between(*c)).all(harmless)
         && !ast::any_in_scope(scope, |n| n.kind() == "delete_statement" && between(n))
 }
 
