@@ -129,10 +129,11 @@ fn file_uses_reduced_precision<'a>(model: &Model<'a>) -> bool {
     if half_methods || !model.calls_named("GradScaler").is_empty() {
         return true;
     }
+    // A loader's or a default dtype: a 16-bit type, a name for one, "auto" (the checkpoint's,
+    // 16 bits for nearly every published model), or any value not plainly fp32.
     let is_16_bit = |value: Node<'_>| {
         let text = model.node_text(value);
-        text.contains("float16")
-            || text.contains("bfloat16")
+        names_16_bit_type(model, value)
             || text.contains("half")
             || text.contains("bf16")
             || text.contains("fp16")
