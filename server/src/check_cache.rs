@@ -793,12 +793,12 @@ def helper(model, batch, optimizer):
         assert_findings_of_unchanged_statements_are_kept(include_str!("../../examples/train_resnet.py"));
     }
 
-    /// A statement that starts with a name is built anew by every reparse (see
-    /// [`crate::tree_reuse::StatementMemory`]): its findings are kept by its text.
+    /// The statement after an edited line is built anew by the reparse (it is told changed, see
+    /// [`crate::reparse_span`]): its findings are kept by its text.
     #[test]
     fn findings_of_statements_the_reparse_built_anew_are_kept() {
         let text = "import torch\nimport torch.nn as nn\n\nwidth = 8\nmodel = nn.Linear(width, width).cuda()\n\
-                    inputs = torch.randn(4, width, device=\"cuda\")\nlogits = model(inputs)\n\
+                    inputs = torch.randn(4, width, device=\"cuda\")\nlogits = model(inputs)\nwidth = 8\n\
                     torch.cuda.empty_cache()\ndel logits\n";
         let empty_cache = |document: &mut Document| {
             let tree = document.tree().clone();
@@ -811,8 +811,8 @@ def helper(model, batch, optimizer):
         assert!(first.iter().any(|d| d.code == "CUL202"), "{:?}", summary(&first));
         let before = empty_cache(&mut document);
         cache.checks().statements.replace_all(|kept| without_findings(kept, kept.tail.clone()));
-        let at = text.find("= 8").expect("the width") + 2;
-        let second = crate::test_support::lint_buffer_after(&mut document, &cache, TextRange::new(at, at + 1), "16");
+        let at = text.rfind("= 8").expect("the width") + 3;
+        let second = crate::test_support::lint_buffer_after(&mut document, &cache, TextRange::empty(at), " * 2");
         assert_ne!(empty_cache(&mut document), before, "the reparse shared the statement");
         assert!(second.iter().all(|d| d.code != "CUL202"), "checked again: {:?}", summary(&second));
     }
