@@ -58,6 +58,9 @@ const MODULE_REPEAT: u16 = 240;
 const SIMPLE_STATEMENTS: u16 = 110;
 /// The grammar's word token, whose keywords tree-sitter tells apart by the parse state.
 const IDENTIFIER: u16 = 1;
+/// The grammar's `print` and `exec` keywords, which also serve as names.
+const PRINT: u16 = 12;
+const EXEC: u16 = 42;
 /// The parser's first state: where the module's first statement is parsed.
 const FIRST_STATE: u16 = 1;
 
@@ -97,7 +100,7 @@ pub fn make_reusable(tree: &Tree) {
     // SAFETY: the layout was checked ([`layout_checked`]); the slot of the root is the tree's own.
     unsafe {
         let Some(root) = heap_record(tree.root_node().id() as *const usize) else { return };
-        let mut walk = Walk { states, previous_statement: None };
+        let mut walk = Walk { states, previous_statement: None, error_free: read::<u32>(root, ERROR_COST) == 0 };
         walk.children(root, read::<u32>(root, 0) == 1);
     }
 }
@@ -118,6 +121,9 @@ struct Walk<'s> {
     states: &'s States,
     /// The symbol of the last statement walked, if any came before the node being walked.
     previous_statement: Option<u16>,
+    /// The tree holds no syntax error: its top-level statements after the first were each parsed
+    /// in the state after the ones before them.
+    error_free: bool,
 }
 
 impl Walk<'_> {
@@ -148,6 +154,9 @@ impl Walk<'_> {
                     all_reusable &= flags & FRAGILE == 0 && parsed_where_met;
                     if exclusive && read::<u32>(child, 0) == 1 {
                         meet_where_its_name_was_lexed(child, met_in);
+                        if self.error_free && met_in == self.states.after_statements {
+                            share_a_print_line(child, met_in);
+                        }
                     }
                     self.previous_statement = Some(symbol);
                     continue;
@@ -241,6 +250,33 @@ unsafe fn meet_where_its_name_was_lexed(line: *mut u8, met_in: u16) {
     }
 }
 
+/// Let a reparse share a top-level `print(...)` or `exec(...)` line whole.
+///
+/// Python 2's `print x` and `exec code` statements make tree-sitter parse such a line two ways at
+/// once, as a call and as that statement. It marks what it builds meanwhile fragile and never
+/// reuses it, so every reparse parses every such line anew. Both ways end at the line's break,
+/// where the two stacks meet in one state and tree-sitter keeps one tree (the call, by the
+/// grammar's dynamic precedence), so the line's tree follows from its text and the state it starts
+/// in. A line after the module's first statement, in a tree without a syntax error anywhere,
+/// started in the state a reparse meets it in (the one after the statements before it): it is
+/// given that state and no longer marked fragile. What is inside it stays as it is, so an edit in
+/// the line is parsed as tree-sitter alone would.
+unsafe fn share_a_print_line(line: *mut u8, met_in: u16) {
+    // SAFETY: the caller's record is live, and nothing but the tree being walked holds it.
+    unsafe {
+        let flags = read::<u8>(line, FLAGS);
+        if read::<u16>(line, SYMBOL) == SIMPLE_STATEMENTS
+            && matches!(read::<u16>(line, FIRST_LEAF_SYMBOL), PRINT | EXEC)
+            && flags & FRAGILE != 0
+            && flags & HAS_CHANGES == 0
+            && read::<u32>(line, ERROR_COST) == 0
+        {
+            write(line, PARSE_STATE, met_in);
+            write(line, FLAGS, flags & !FRAGILE);
+        }
+    }
+}
+
 /// The node record a subtree slot points to; `None` for a subtree stored inline in its slot (a
 /// token), which has no record.
 unsafe fn heap_record(slot: *const usize) -> Option<*mut u8> {
@@ -280,6 +316,8 @@ fn layout_checked() -> Option<&'static States> {
                 || language.node_kind_for_id(MODULE_REPEAT) != Some("module_repeat1")
                 || language.node_kind_for_id(SIMPLE_STATEMENTS) != Some("_simple_statements")
                 || language.node_kind_for_id(IDENTIFIER) != Some("identifier")
+                || language.node_kind_for_id(PRINT) != Some("print")
+                || language.node_kind_for_id(EXEC) != Some("exec")
             {
                 return None;
             }
@@ -378,14 +416,14 @@ mod tests {
     }
 
     /// Reparse `text` against `edited`, as [`parse`] does, and count tree-sitter's log messages
-    /// that start with `message`.
-    fn reparse_counting(text: &str, edited: &Tree, message: &'static str) -> (Tree, usize) {
+    /// that start with one of `messages`.
+    fn reparse_counting(text: &str, edited: &Tree, messages: &'static [&'static str]) -> (Tree, usize) {
         let count = Arc::new(Mutex::new(0));
         let counter = Arc::clone(&count);
         let mut parser = Parser::new();
         parser.set_language(&crate::parse::python()).expect("the grammar loads");
         parser.set_logger(Some(Box::new(move |_, logged: &str| {
-            if logged.starts_with(message) {
+            if messages.iter().any(|message| logged.starts_with(message)) {
                 *counter.lock().expect("not poisoned") += 1;
             }
         })));
@@ -419,7 +457,7 @@ mod tests {
         for inserted in KEYSTROKES {
             let (new_text, edited) = edit(&text, &tree, at, inserted);
             let (reparsed, refused) =
-                reparse_counting(&new_text, &edited, "cant_reuse_node_is_fragile tree:module_repeat1");
+                reparse_counting(&new_text, &edited, &["cant_reuse_node_is_fragile tree:module_repeat1"]);
             assert_eq!(layout(&reparsed), layout(&parse(&new_text, None)), "after {inserted:?}");
             // Without the marks, every spine node is refused: about one per statement.
             assert!(refused * 10 < statements, "{refused} spine nodes refused, of {statements} statements");
@@ -429,7 +467,7 @@ mod tests {
     }
 
     #[test]
-    fn a_reparse_shares_lines_that_start_with_a_name_and_gives_a_fresh_parses_tree() {
+    fn a_reparse_shares_lines_that_start_with_a_name_or_print_and_gives_a_fresh_parses_tree() {
         let [.., (text, at)] = scripts();
         let mut tree = crate::tree_reuse::settled(&text, parse(&text, None));
         let lines = tree.root_node().child_count() as usize;
@@ -439,11 +477,15 @@ mod tests {
             let (reparsed, refused) = reparse_counting(
                 &new_text,
                 &edited,
-                "cant_reuse_node symbol:_simple_statements, first_leaf_symbol:identifier",
+                &[
+                    "cant_reuse_node symbol:_simple_statements, first_leaf_symbol:identifier",
+                    "cant_reuse_node_is_fragile tree:_simple_statements",
+                ],
             );
             assert_eq!(layout(&reparsed), layout(&parse(&new_text, None)), "after {inserted:?}");
-            // Without the states given, every such line is refused: most of the script's.
-            assert!(refused * 20 < lines, "{refused} lines that start with a name refused, of {lines} statements");
+            // Without the states given and the `print` lines marked, every such line is refused:
+            // nearly all of the script's.
+            assert!(refused * 20 < lines, "{refused} lines refused, of {lines} statements");
             at += inserted.len();
             (text, tree) = (new_text, reparsed);
         }

@@ -7,8 +7,8 @@ use crate::document::Document;
 use crate::lint::{LintContext, LintSettings, StatementCache, lint_again};
 use crate::text::TextRange;
 
-/// A training run written at module level: nearly every statement starts with a name, and
-/// every reparse builds those anew (see [`crate::tree_reuse::StatementMemory`]).
+/// A training run written at module level: nearly every statement starts with a name, which
+/// tree-sitter alone would build anew at every reparse (see [`crate::module_spine`]).
 pub const MODULE_LEVEL: &str = r#"import os
 import torch
 import torch.nn as nn

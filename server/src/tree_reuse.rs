@@ -27,9 +27,9 @@
 //! A test moves every node of every fixture and example across edits inside and before its
 //! statement and compares it with the node found by walking the new tree, parent included.
 //!
-//! A statement the reparse built anew although its text is unchanged (tree-sitter does so for
-//! every top-level statement that starts with a name: see [`StatementMemory`]) is recalled by its
-//! text instead, without a [`Placer`]: what was kept of it holds, but its nodes cannot be placed.
+//! A statement the reparse built anew although its text is unchanged (the one after an edit, a
+//! top-level `print(...)`: see [`StatementMemory`]) is recalled by its text instead, without a
+//! [`Placer`]: what was kept of it holds, but its nodes cannot be placed.
 
 use foldhash::{HashMap, HashMapExt};
 use smallvec::SmallVec;
@@ -181,14 +181,14 @@ impl<'a> Placer<'a> {
 /// What the lints of one buffer keep per top-level statement, keyed by the statement's subtree,
 /// and found by its text too.
 ///
-/// tree-sitter does not share every unchanged statement with the next tree: a statement that
-/// starts with a name (an assignment or a call) is built anew by every reparse, because the
-/// parser reuses a node whose first token is an identifier only in the very parse state it was
-/// built in, and a top-level statement records the state below the module's repetition, not the
-/// state after the statement before it (tree-sitter 0.27.1, `ts_parser__can_reuse_first_leaf`).
-/// A script written at module level is nearly all such statements. One built anew with the same
-/// text and no syntax error is recalled by its text: what was kept of it holds, but its kept
-/// nodes are not this tree's, so it comes without a [`Placer`].
+/// tree-sitter does not share every unchanged statement with the next tree. The statement after
+/// an edited line is told changed and built anew ([`crate::reparse_span`]); a top-level
+/// `print(...)` is built anew by every reparse, because tree-sitter weighs it as a call and as a
+/// Python 2 `print` statement and does not reuse what it built while it did. Left to itself it
+/// would build anew every top-level statement that starts with a name; [`crate::module_spine`]
+/// lets it share those. One built anew with the same text and no syntax error is recalled by its
+/// text: what was kept of it holds, but its kept nodes are not this tree's, so it comes without a
+/// [`Placer`].
 pub struct StatementMemory<T> {
     inner: Mutex<Shelf<T>>,
 }
