@@ -2,7 +2,7 @@
 # End-to-end test of `culint server` through Neovim's built-in LSP client (Debian's neovim,
 # 0.7 on Debian 12): diagnostics with exact columns after CJK text and an emoji, incremental
 # edits (as ranges, then as whole texts), a quick fix and a disable comment applied by Neovim
-# itself, and hover.
+# itself, hover, and bad requests that must get error responses from a server that stays up.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../../.." && pwd)"

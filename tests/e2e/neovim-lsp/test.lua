@@ -126,6 +126,21 @@ local hover = vim.lsp.buf_request_sync(buf, "textDocument/hover", hover_params, 
 local value = hover and hover[client_id] and hover[client_id].result and hover[client_id].result.contents.value
 check(value and value:find("### CUL202 `empty-cache-before-release`", 1, true), "hover: " .. vim.inspect(hover))
 
+-- 6. Bad requests get error responses, and the server keeps answering: an unknown document, a
+-- position past the end of the file, and params that are not a hover's.
+local client = vim.lsp.get_client_by_id(client_id)
+local function request_error(params, what)
+  local response, message = client.request_sync("textDocument/hover", params, TIMEOUT, buf)
+  check(response ~= nil, what .. ": no response (" .. tostring(message) .. ")")
+  check(response.err ~= nil, what .. ": expected an error, got " .. vim.inspect(response))
+end
+request_error({ textDocument = { uri = vim.uri_from_fname(dir .. "/nowhere.py") }, position = { line = 0, character = 0 } }, "unknown document")
+request_error({ textDocument = hover_params.textDocument, position = { line = 999, character = 0 } }, "past the end")
+request_error({ textDocument = "not an identifier" }, "malformed params")
+hover = vim.lsp.buf_request_sync(buf, "textDocument/hover", hover_params, TIMEOUT)
+value = hover and hover[client_id] and hover[client_id].result and hover[client_id].result.contents.value
+check(value and value:find("### CUL202", 1, true), "hover after the bad requests: " .. vim.inspect(hover))
+
 vim.lsp.stop_client(client_id)
 vim.wait(5000, function()
   return vim.lsp.get_client_by_id(client_id) == nil
