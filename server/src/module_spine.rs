@@ -181,9 +181,8 @@ impl Walk<'_> {
                 // statement is reduced, in the state before it, and is broken down unless it has
                 // that one. Left fragile, tree-sitter looks into it and shares its first line
                 // ([`meet_where_its_name_was_lexed`]); marked, it would be refused whole.
-                let starts_with_name = read::<u16>(child, FIRST_LEAF_SYMBOL) == IDENTIFIER;
                 let reusable = !holds_first
-                    && !starts_with_name
+                    && !first_token_is_a_name(child)
                     && first_token_fits
                     && next_token_fits
                     && read::<u32>(child, ERROR_COST) == 0
@@ -201,10 +200,15 @@ impl Walk<'_> {
 /// Whether a top-level statement is a line of simple statements (`x = f(y)`, `print(x)`) whose
 /// first token is a name.
 unsafe fn starts_with_a_name(statement: *const u8) -> bool {
-    // SAFETY: the caller's record is live; a statement has children, so its first leaf is set.
-    unsafe {
-        read::<u16>(statement, SYMBOL) == SIMPLE_STATEMENTS && read::<u16>(statement, FIRST_LEAF_SYMBOL) == IDENTIFIER
-    }
+    // SAFETY: the caller's record is live.
+    unsafe { read::<u16>(statement, SYMBOL) == SIMPLE_STATEMENTS && first_token_is_a_name(statement) }
+}
+
+/// Whether the first token of a node with children is a name, which tree-sitter reuses only in the
+/// node's own parse state.
+unsafe fn first_token_is_a_name(record: *const u8) -> bool {
+    // SAFETY: the caller's record is live and has children, so its first leaf is set.
+    unsafe { read::<u16>(record, FIRST_LEAF_SYMBOL) == IDENTIFIER }
 }
 
 /// The parse state of a node's first child, which starts where the node starts; `None` for a
