@@ -7,7 +7,7 @@
 use culint::document::Document;
 use culint::fix::Applicability;
 use culint::hardware::HardwareFacts;
-use culint::lint::{LintContext, LintSettings, StatementCache, fix_text, lint, lint_again, lint_text};
+use culint::lint::{LintContext, LintSettings, fix_text, lint, lint_text};
 use culint::parse::{error_count, layout, parse};
 use culint::text::{TextRange, floor_char_boundary};
 
@@ -81,48 +81,40 @@ fn plain(diagnostics: Vec<culint::diagnostic::Diagnostic>) -> Vec<String> {
     diagnostics.iter().map(|d| format!("{} {:?} {} {:?}", d.code, d.range, d.message, d.fix)).collect()
 }
 
-/// The language server's lint of an edited buffer, which reuses what the last lint found in
-/// unchanged top-level statements, must report exactly what a fresh lint reports.
-fn check_cached_lint(document: &mut Document, cache: &StatementCache) {
+/// The language server's lint of an edited buffer, made on its incrementally reparsed tree, must
+/// report exactly what a lint of a fresh parse reports.
+fn check_reparsed_lint(document: &mut Document) {
     let settings = every_rule();
-    // A buffer that gave its tree up is parsed and settled as the server's lint does, and
-    // keeps the tree for its next edit's incremental reparse.
-    let tree = document.settled_tree();
-    let text = document.shared_text();
-    // As the server lints a buffer: its rules judged while it was reparsed, and what the lint
-    // let go of swept once its diagnostics are out.
-    cache.judge_ahead(&text);
+    let text = document.text().to_owned();
     assert_eq!(
-        plain(lint_again(&text, &tree, LintContext::default(), &settings, cache)),
-        plain(lint(&text, &tree, LintContext::default(), &settings)),
-        "the cached lint differs from a fresh one on:\n{text}"
+        plain(lint(&text, document.tree(), LintContext::default(), &settings)),
+        plain(lint(&text, &parse(&text, None), LintContext::default(), &settings)),
+        "the lint of the reparsed tree differs from a fresh one on:\n{text}"
     );
-    cache.sweep();
 }
 
 /// Read `data` as an initial text (its first 64 bytes, lossily) and a list of 4-byte edits, apply
 /// them to a `Document` and to a plain `String`: the texts must stay equal byte for byte, the
-/// cached lint after each edit must equal a fresh lint, and the incrementally reparsed tree must
+/// lint of the reparsed tree after each edit must equal a fresh lint, and the incrementally reparsed tree must
 /// equal a fresh parse of the final text.
 pub fn check_document_edits(data: &[u8]) {
     let (seed, ops) = data.split_at(data.len().min(64));
     let initial = String::from_utf8_lossy(seed).into_owned();
     let mut document = Document::new(&initial, 0);
     let mut expected = initial;
-    let cache = StatementCache::default();
     for op in ops.chunks_exact(4) {
         let len = expected.len();
         let start = floor_char_boundary(&expected, usize::from(u16::from_le_bytes([op[0], op[1]])) % (len + 1));
         let end = floor_char_boundary(&expected, (start + usize::from(op[2] % 16)).min(len)).max(start);
         let insert = FRAGMENTS[usize::from(op[3]) % FRAGMENTS.len()];
         if op[2] >= 0xf0 {
-            // An idle buffer gives its tree up; its next lint parses afresh and settles the tree.
+            // An idle buffer gives its tree up; its next lint parses afresh.
             document.drop_tree();
         }
         expected.replace_range(start..end, insert);
         if op[3] & 0x80 == 0 {
             document.edit(TextRange::new(start, end), insert);
-            check_cached_lint(&mut document, &cache);
+            check_reparsed_lint(&mut document);
         } else {
             // Edits of one change, reparsed together at the next edit that lints.
             document.edit_text(TextRange::new(start, end), insert);

@@ -1,5 +1,5 @@
 //! The language server's work per keystroke, in-process: the keystrokes of `bench.py`, applied to
-//! an open buffer and linted again as `culint server` does, then converted and framed as it
+//! an open buffer, reparsed and linted as `culint server` does, then converted and framed as it
 //! publishes them. No protocol, no client: what is left when the transport is taken away, and a
 //! run that callgrind can count instructions of.
 //!
@@ -15,7 +15,7 @@
 //! after the first word of a string's text (`"step` in `print(f"step {step} ...")`), in lines with
 //! no backslash or comment. `--slowest N` lists the N slowest keystrokes: where they
 //! typed what, and each phase's time. `--verify` also lints each keystroke's text from scratch and stops at the first difference
-//! from the incremental lint. `--idle MS` sleeps that long before each keystroke, as the server
+//! from the lint of the reparsed tree. `--idle MS` sleeps that long before each keystroke, as the server
 //! waits while its client decodes a publish and types the next key: back to back, a keystroke
 //! runs on warm caches and cores that a server rarely has (BENCHMARKS.md). `--sweep STEP` types
 //! both fragments at every STEP-th line outside strings and comments, over the whole file, and
@@ -25,11 +25,10 @@
 //! 40, which leaves out the opening lint.
 
 use std::path::Path;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use culint::document::Document;
-use culint::lint::{LintContext, LintSettings, lint, lint_again, lint_again_then};
+use culint::lint::{LintContext, LintSettings, lint};
 use culint::lsp::diagnostics::publish_frame;
 use culint::lsp::position::PositionEncoding;
 use culint::lsp::session::OpenDocument;
@@ -238,14 +237,11 @@ fn main() {
     let context = LintContext { path: Some(Path::new(&path)), project: Some(&project) };
     let uri: Uri = "file:///bench/train.py".parse().expect("a valid URI");
 
-    // As the server opens a buffer: its first lint parses the text, settles the tree, lints it
-    // through the buffer's own cache (where the reparse judges the rules ahead) and hands the
-    // tree to the buffer.
-    let mut document = Document::unparsed(&text, 1);
-    let opened = document.settled_tree();
-    let mut buffer = OpenDocument::new(document, None);
-    let cache = Arc::clone(buffer.statement_cache());
-    let opening = lint_again(&buffer.document().shared_text(), &opened, context, &settings, &cache);
+    // As the server opens a buffer: its first lint parses the text and hands the tree to the
+    // buffer.
+    let mut buffer = OpenDocument::new(Document::new(&text, 1), None);
+    let opened = buffer.tree().clone();
+    let opening = lint(buffer.document().text(), &opened, context, &settings);
     println!("{path}: {} lines, {} diagnostics when opened", text.lines().count(), opening.len());
 
     if sweep.is_some() {
@@ -284,21 +280,17 @@ fn main() {
         let edited = Instant::now();
         let current = buffer.document().shared_text();
         let mapper = buffer.positions(PositionEncoding::Utf16);
-        // On rayon's pool, as the server runs a lint and frames its publish (beside the lint's
-        // last bookkeeping): the lint's parallel parts then start there.
-        let (diagnostics, (linted, frame, framed)) = rayon::scope(|_| {
-            lint_again_then(&current, &tree, context, &settings, &cache, |diagnostics| {
-                let linted = Instant::now();
-                let frame = publish_frame(&uri, version, diagnostics, &mapper);
-                (linted, frame, Instant::now())
-            })
+        // On rayon's pool, as the server runs a lint and frames its publish: the lint's parallel
+        // parts then start there.
+        let (diagnostics, linted, frame, framed) = rayon::scope(|_| {
+            let diagnostics = lint(&current, &tree, context, &settings);
+            let linted = Instant::now();
+            let frame = publish_frame(&uri, version, &diagnostics, &mapper);
+            (diagnostics, linted, frame, Instant::now())
         });
-        // The server sends the publish once the lint's bookkeeping is done too.
         let done = Instant::now();
         published_bytes = frame.as_bytes().len();
         drop(frame);
-        // As the server does once the publish is on its way: free what the lint let go of.
-        cache.sweep();
         edit.0.push(edited - started);
         linting.0.push(linted - edited);
         framing.0.push(framed - linted);
@@ -310,12 +302,12 @@ fn main() {
             let fresh = lint(&current, &parse(&current, None), context, &settings);
             let describe =
                 |d: &[culint::diagnostic::Diagnostic]| d.iter().map(|d| format!("{d:?}")).collect::<Vec<_>>();
-            assert_eq!(describe(&diagnostics), describe(&fresh), "keystroke {n}: the incremental lint differs");
+            assert_eq!(describe(&diagnostics), describe(&fresh), "keystroke {n}: the lint of the reparsed tree differs");
         }
     }
     println!("{count} keystrokes, {published_bytes} bytes published on the last");
     edit.report("edit and reparse");
-    linting.report("lint_again");
+    linting.report("lint");
     framing.report("convert and frame the publish");
     total.report("total");
     in_code.report(&format!("total, {} outside comments", in_code.0.len()));

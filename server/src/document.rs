@@ -11,9 +11,7 @@ use ropey::Rope;
 use tree_sitter::{InputEdit, Point, Tree};
 
 use crate::parse::parse;
-use crate::reparse_span::{span_to_reparse, told_without_reparse};
 use crate::text::TextRange;
-use crate::tree_reuse::settled;
 
 /// A buffer's text, shared with lint snapshots and the project index rather than copied. A
 /// `String` behind the `Arc`, not a `str`: an `Arc<str>` is made by copying the text once more
@@ -29,11 +27,6 @@ pub struct Document {
     tree: Option<Tree>,
     /// Edited since the last parse: the tree has been told of the edits but not reparsed.
     reparse_pending: bool,
-    /// What edits that need no reparse (inside a comment or a name, blank space at the end of a
-    /// line; see [`told_without_reparse`]) would have told a reparse of: told to the next reparse,
-    /// before the edit that needs it. Spans apart are kept apart: told as one, the text between
-    /// two such edits would be parsed anew.
-    untold: Vec<TextRange>,
     version: i32,
 }
 
@@ -45,7 +38,6 @@ impl Document {
             text: Arc::new(text.to_owned()),
             tree,
             reparse_pending: false,
-            untold: Vec::new(),
             version,
         }
     }
@@ -57,7 +49,6 @@ impl Document {
             text: Arc::new(text.to_owned()),
             tree: None,
             reparse_pending: false,
-            untold: Vec::new(),
             version,
         }
     }
@@ -90,20 +81,7 @@ impl Document {
     /// tree reads memory all over it.
     pub fn take_tree(&mut self) -> Option<Tree> {
         self.reparse_pending = false;
-        self.untold.clear();
         self.tree.take()
-    }
-
-    /// The tree a lint of this buffer works on, as the language server's first lint of a buffer
-    /// makes it: the buffer's own when it holds one, else the text parsed and settled (see
-    /// [`settled`]), which the buffer then keeps for its next reparse.
-    pub fn settled_tree(&mut self) -> Tree {
-        if let Some(tree) = self.cached_tree() {
-            return tree.clone();
-        }
-        let tree = settled(self.text(), parse(self.text(), None));
-        self.keep_tree(&tree);
-        tree
     }
 
     /// Take a tree of the current text that was parsed elsewhere (by a lint, off the session's
@@ -132,63 +110,22 @@ impl Document {
 
     /// [`Document::edit`] without the reparse, which [`Document::reparse`] then makes once for
     /// all the edits of a change. Until then the tree is not of the text: it is not handed out.
-    ///
-    /// An edit that changes no token but the one it is in (inside a comment or a name, blank
-    /// space at the end of a line of code) leaves the tree the text's tree without a reparse (see
-    /// [`told_without_reparse`]): the tree is told of it, and the next reparse is told of what a
-    /// reparse of it would have been told.
     pub fn edit_text(&mut self, range: TextRange, new_text: &str) {
         let start_char = self.rope.byte_to_char(range.start);
         let end_char = self.rope.byte_to_char(range.end);
-        // What the tree is told changed: `range`, or more of the unchanged text around it where
-        // that keeps the reparse from parsing the rest of the file anew (see `reparse_span`).
-        let mut needs_reparse = true;
-        let told = self.tree.as_ref().map(|tree| {
-            let span = span_to_reparse(&self.text, tree, range, new_text);
-            let unreparsed =
-                if self.reparse_pending { None } else { told_without_reparse(&self.text, tree, range, new_text) };
-            let Some(told) = unreparsed else { return span };
-            needs_reparse = false;
-            let span = span.after_edit(range, new_text.len());
-            self.untold.iter_mut().for_each(|untold| *untold = untold.after_edit(range, new_text.len()));
-            match self.untold.iter_mut().find(|untold| untold.start <= span.end && span.start <= untold.end) {
-                Some(meeting) => *meeting = meeting.cover(span),
-                None => self.untold.push(span),
-            }
-            told
-        });
-        let untold = if needs_reparse { std::mem::take(&mut self.untold) } else { Vec::new() };
-        for untold in untold {
-            // Told as text that changed into itself: the reparse that follows lexes it anew.
-            let (start_position, end_position) = (self.point(untold.start), self.point(untold.end));
-            if let Some(tree) = &mut self.tree {
-                tree.edit(&InputEdit {
-                    start_byte: untold.start,
-                    old_end_byte: untold.end,
-                    new_end_byte: untold.end,
-                    start_position,
-                    old_end_position: end_position,
-                    new_end_position: end_position,
-                });
-            }
-        }
-        let told = told.map(|told| (told, self.point(told.start), self.point(told.end)));
-
+        let (start_position, old_end_position) = (self.point(range.start), self.point(range.end));
         self.rope.remove(start_char..end_char);
         self.rope.insert(start_char, new_text);
-
-        let edit = told.map(|(told, start_position, old_end_position)| {
-            let new_end_byte = range.start + new_text.len() + (told.end - range.end);
-            InputEdit {
-                start_byte: told.start,
-                old_end_byte: told.end,
-                new_end_byte,
-                start_position,
-                old_end_position,
-                new_end_position: self.point(new_end_byte),
-            }
-        });
-        if let (Some(tree), Some(edit)) = (&mut self.tree, edit) {
+        let new_end_byte = range.start + new_text.len();
+        let edit = InputEdit {
+            start_byte: range.start,
+            old_end_byte: range.end,
+            new_end_byte,
+            start_position,
+            old_end_position,
+            new_end_position: self.point(new_end_byte),
+        };
+        if let Some(tree) = &mut self.tree {
             tree.edit(&edit);
         }
         // The new text spliced from the old, which the rope holds too: collecting the rope's
@@ -199,12 +136,7 @@ impl Document {
         text.push_str(&self.text[range.end..]);
         debug_assert_eq!(text.len(), self.rope.len_bytes());
         self.text = Arc::new(text);
-        self.reparse_pending |= needs_reparse;
-    }
-
-    /// Whether the tree waits for a reparse of the last edits ([`Document::reparse`]).
-    pub fn needs_reparse(&self) -> bool {
-        self.reparse_pending
+        self.reparse_pending = true;
     }
 
     /// Reparse after [`Document::edit_text`], against the tree before the edits.

@@ -10,7 +10,7 @@ use std::sync::LazyLock;
 use tree_sitter::Node;
 
 use crate::parse::python;
-use crate::prefilter::{is_name_char, starts_like_a_name};
+use crate::text::{is_name_char, starts_like_a_name};
 
 /// A set of named node kinds. A name can stand for several symbols (the grammar aliases
 /// keywords such as `match` to `identifier`), so membership is by every symbol of that name.

@@ -1,9 +1,7 @@
 //! culint: finds the PyTorch code that runs GPUs out of memory or fails in cuBLAS, explains the
 //! CUDA errors people already hit, and checks the GPU they will run on.
 
-pub mod beside;
 pub mod candidates;
-pub mod check_cache;
 pub mod cli;
 pub mod config;
 pub mod cuda_env;
@@ -16,17 +14,13 @@ pub mod hardware;
 pub mod knowledge;
 pub mod lint;
 pub mod lsp;
-pub mod module_spine;
 pub mod parse;
 pub mod prefilter;
 pub mod probe;
 pub mod project;
-pub mod reparse_span;
-pub mod rule_counts;
 pub mod rules;
 pub mod semantic;
 pub mod suppression;
 #[cfg(test)]
 mod test_support;
 pub mod text;
-pub mod tree_reuse;

@@ -16,19 +16,10 @@ thread_local! {
     });
 }
 
-/// Parse `text`, reusing `old` when it has been edited to match. Parsing Python never fails
-/// without a timeout or cancellation flag, neither of which is set here.
-///
-/// The module's spine is made reusable before the tree is handed out ([`crate::module_spine`]):
-/// the next reparse then reuses runs of unchanged top-level statements whole.
+/// Parse `text`, reusing `old` when it has been edited to match (tree-sitter's incremental
+/// reparse: `Tree::edit`, then a parse given the old tree). Parsing Python never fails without a
+/// timeout or cancellation flag, neither of which is set here.
 pub fn parse(text: &str, old: Option<&Tree>) -> Tree {
-    let tree = parse_as_tree_sitter_leaves_it(text, old);
-    crate::module_spine::make_reusable(&tree);
-    tree
-}
-
-/// [`parse`] without [`crate::module_spine`]'s marks.
-pub(crate) fn parse_as_tree_sitter_leaves_it(text: &str, old: Option<&Tree>) -> Tree {
     PARSER.with(|parser| parser.borrow_mut().parse(text, old)).expect("parse without timeout or cancellation")
 }
 

@@ -214,6 +214,27 @@ pub fn line_ending(text: &str) -> &'static str {
     }
 }
 
+/// A character that can be part of a Python name.
+pub fn is_name_char(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+/// A byte that can be part of a Python name: ASCII letters, digits, `_`, and every byte of a
+/// non-ASCII character (which a scan over bytes cannot tell apart).
+pub fn is_name_byte(b: u8) -> bool {
+    is_ascii_name_byte(b) || b >= 0x80
+}
+
+/// An ASCII byte that can be part of a Python name: a letter, a digit or `_`.
+pub fn is_ascii_name_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+/// Whether `word` starts as an ASCII name does: with a letter or `_`, not a digit.
+pub fn starts_like_a_name(word: &str) -> bool {
+    word.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

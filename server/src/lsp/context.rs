@@ -10,7 +10,7 @@ use tower_lsp_server::ls_types::{MessageType, Uri};
 use tree_sitter::Tree;
 
 use crate::diagnostic::Diagnostic;
-use crate::lint::{LintContext, StatementCache, lint, lint_again_then};
+use crate::lint::{LintContext, lint};
 use crate::lsp::diagnostics::{Publish, publish_frame};
 use crate::lsp::log;
 use crate::lsp::outbox::{Frame, Outbox};
@@ -269,15 +269,11 @@ impl ServerContext {
     }
 }
 
-/// What a lint of a buffer let go of: the result it replaced and, in the buffer's statement
-/// cache, the tree before it. On a large file freeing them takes a good part of a millisecond,
-/// spent reading memory all over the last tree, so they are freed on the lint's threads once the
-/// diagnostics are on their way, while the editor reads them. Dropped instead, the result goes at
-/// once and the tree at the buffer's next lint.
+/// What a lint of a buffer let go of: the result it replaced, freed on a lint's thread once the
+/// diagnostics are on their way rather than on the async thread that handles the next message.
 #[derive(Default)]
 pub struct Leftovers {
     replaced: Option<LintResult>,
-    statements: Option<Arc<StatementCache>>,
 }
 
 impl Leftovers {
@@ -285,20 +281,14 @@ impl Leftovers {
     /// when the result is stale and was not kept.
     fn of_stored(session: &mut Session, snapshot: &Snapshot, linted: Linted) -> Option<Self> {
         match session.store(snapshot, linted.diagnostics, linted.tree.as_ref()) {
-            Stored::Kept { replaced } => Some(Leftovers { replaced, statements: snapshot.statements.clone() }),
+            Stored::Kept { replaced } => Some(Leftovers { replaced }),
             Stored::Stale => None,
         }
     }
 
     pub fn free_in_background(self) {
-        let Leftovers { replaced, statements } = self;
-        if replaced.is_some() || statements.is_some() {
-            rayon::spawn(move || {
-                drop(replaced);
-                if let Some(statements) = statements {
-                    statements.sweep();
-                }
-            });
+        if let Some(replaced) = self.replaced {
+            rayon::spawn(move || drop(replaced));
         }
     }
 }
@@ -312,19 +302,15 @@ struct Linted {
 
 /// The engine call behind every diagnostic the server reports: a lint of `snapshot` on
 /// [`Snapshot::tree_to_lint`] (none for an excluded file, which gets no diagnostics), with what
-/// `then` makes of the diagnostics, made as [`lint_again_then`] makes it.
+/// `then` makes of the diagnostics.
 fn lint_snapshot_then<T: Send>(snapshot: &Snapshot, then: impl FnOnce(&[Diagnostic]) -> T + Send) -> (Linted, T) {
     let context = LintContext { path: snapshot.path.as_deref(), project: Some(&snapshot.project) };
     let tree = snapshot.tree_to_lint();
-    let (diagnostics, made) = match (&tree, &snapshot.statements) {
-        (None, _) => (Vec::new(), then(&[])),
-        (Some(tree), Some(cache)) => lint_again_then(&snapshot.text, tree, context, &snapshot.settings, cache, then),
-        (Some(tree), None) => {
-            let diagnostics = lint(&snapshot.text, tree, context, &snapshot.settings);
-            let made = then(&diagnostics);
-            (diagnostics, made)
-        }
+    let diagnostics = match &tree {
+        None => Vec::new(),
+        Some(tree) => lint(&snapshot.text, tree, context, &snapshot.settings),
     };
+    let made = then(&diagnostics);
     (Linted { diagnostics: Arc::new(diagnostics), tree }, made)
 }
 

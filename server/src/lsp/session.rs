@@ -12,21 +12,19 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tower_lsp_server::ls_types::Uri;
 use tree_sitter::Tree;
 
-use crate::beside;
 use crate::config::{Overrides, Resolver};
 use crate::diagnostic::Diagnostic;
 use crate::document::{Document, SharedText};
 use crate::fix::Applicability;
 use crate::hardware::HardwareFacts;
 use crate::knowledge::Lang;
-use crate::lint::{LintSettings, StatementCache};
+use crate::lint::LintSettings;
 use crate::lsp::capabilities::ClientFeatures;
 use crate::lsp::position::{LineStarts, PositionEncoding, PositionMapper};
 use crate::lsp::settings::ClientSettings;
 use crate::probe::ProbeReport;
 use crate::project::ProjectIndex;
 use crate::text::{Difference, TextRange};
-use crate::tree_reuse::settled;
 
 /// An open buffer and the last lint result computed for it.
 pub struct OpenDocument {
@@ -41,25 +39,17 @@ pub struct OpenDocument {
     /// a version number.
     pub revision: u64,
     pub linted: Option<LintResult>,
-    /// What the last lint found in each top-level statement, reused by the next lint for the
-    /// statements an edit did not touch. Kept, like the tree, only while the buffer is edited.
-    statements: Arc<StatementCache>,
 }
 
 impl OpenDocument {
     pub fn new(document: Document, path: Option<PathBuf>) -> Self {
         let lines = Arc::new(LineStarts::of(document.text()));
-        Self { document, lines, path, revision: 0, linted: None, statements: Arc::default() }
+        Self { document, lines, path, revision: 0, linted: None }
     }
 
     /// The buffer: its text, version and tree.
     pub fn document(&self) -> &Document {
         &self.document
-    }
-
-    /// What the buffer's last lint found per top-level statement, for the next.
-    pub fn statement_cache(&self) -> &Arc<StatementCache> {
-        &self.statements
     }
 
     pub fn set_version(&mut self, version: i32) {
@@ -78,16 +68,9 @@ impl OpenDocument {
         Arc::make_mut(&mut self.lines).edit(self.document.text(), range, new_text.len());
     }
 
-    /// Reparse the edited text. Meanwhile, on the other core, the rules that could fire on it
-    /// are judged for the lint that follows (see [`StatementCache::judge_ahead`]). Edits that
-    /// need no reparse (inside a comment or a name, blank space at the end of a line) leave the
-    /// judgement to the lint, where it overlaps with the model's build.
+    /// Reparse the edited text, against the tree before the edits.
     pub fn reparse(&mut self) {
-        if !self.document.needs_reparse() {
-            return;
-        }
-        let (text, statements) = (self.document.shared_text(), Arc::clone(&self.statements));
-        beside::join(|| self.document.reparse(), move || statements.judge_ahead(&text));
+        self.document.reparse();
     }
 
     /// Take the tree a lint parsed for a buffer that holds none ([`Document::keep_tree`]).
@@ -95,15 +78,13 @@ impl OpenDocument {
         self.document.keep_tree(tree);
     }
 
-    /// Give up the tree and what the last lint found per statement (the buffer is no longer
-    /// among those being edited). An unfinished lint keeps its own share of the latter.
+    /// Give up the tree (the buffer is no longer among those being edited).
     fn give_up(&mut self) -> GivenUp {
-        GivenUp { tree: self.document.take_tree(), statements: std::mem::take(&mut self.statements) }
+        GivenUp { tree: self.document.take_tree() }
     }
 
     /// Replace the whole text (a change without a range). It is applied as an edit of the bytes
-    /// that differ: the tree is reparsed incrementally, and the lint keeps what it found in the
-    /// statements around them, as after a change with a range.
+    /// that differ: the tree is reparsed incrementally, as after a change with a range.
     pub fn replace(&mut self, text: &str) {
         if let Some((range, inserted)) = Difference::edit(self.document.text(), text) {
             self.edit(range, inserted);
@@ -121,15 +102,14 @@ impl OpenDocument {
 /// [`Session::close`]).
 struct GivenUp {
     tree: Option<Tree>,
-    statements: Arc<StatementCache>,
 }
 
 impl GivenUp {
     /// Free it on a lint's thread: on a large file that reads memory all over the tree, too
     /// long for the async thread that handles the next message.
     fn free_in_background(self) {
-        let GivenUp { tree, statements } = self;
-        rayon::spawn(move || drop((tree, statements)));
+        let GivenUp { tree } = self;
+        rayon::spawn(move || drop(tree));
     }
 }
 
@@ -163,8 +143,9 @@ pub struct Snapshot {
     pub lines: Arc<LineStarts>,
     /// The document's tree, unless the idle document gave it up; see [`Snapshot::tree`].
     pub parsed: Option<Tree>,
-    /// What the buffer's last lint found per top-level statement, when it is being edited.
-    pub statements: Option<Arc<StatementCache>>,
+    /// The buffer is being edited: a tree parsed by its lint is handed back to it
+    /// ([`Session::store`]) for the next keystroke's reparse.
+    pub active: bool,
     pub path: Option<PathBuf>,
     pub settings: Arc<LintSettings>,
     /// Summaries of the project's other modules, shared by the whole session.
@@ -185,46 +166,15 @@ impl Snapshot {
         self.parsed.clone().unwrap_or_else(|| crate::parse::parse(&self.text, None))
     }
 
-    /// The tree a lint of the snapshot works on, `None` for a file the configuration excludes:
-    /// [`Snapshot::tree`], but a buffer being edited that had no tree (just opened, or given up
-    /// while idle) gets a settled one ([`settled`]), which the lint hands back to it
-    /// ([`Session::store`]): the next keystroke's reparse then shares its statements and finds
-    /// what this lint found in them.
+    /// The tree a lint of the snapshot works on, `None` for a file the configuration excludes.
     pub fn tree_to_lint(&self) -> Option<Tree> {
-        Some(match (&self.parsed, &self.statements) {
-            _ if self.excluded => return None,
-            (Some(tree), _) => tree.clone(),
-            (None, Some(_)) => {
-                let parse = || settled(&self.text, self.tree());
-                if self.text.len() < OWN_ARENA_FROM { parse() } else { on_a_thread_of_its_own(parse) }
-            }
-            (None, None) => self.tree(),
-        })
+        (!self.excluded).then(|| self.tree())
     }
 
     /// Positions in the snapshot's text as the client counts them.
     pub fn positions(&self, encoding: PositionEncoding) -> PositionMapper<'_> {
         PositionMapper::with_lines(&self.text, &self.lines, encoding)
     }
-}
-
-/// From this size on, the tree a buffer keeps is parsed on a thread of its own (see
-/// [`on_a_thread_of_its_own`]): 64 KiB is about 2,000 lines of Python.
-const OWN_ARENA_FROM: usize = 64 * 1024;
-
-/// Run `work` (a large buffer's parse, to keep) on a thread started for it. glibc's malloc serves
-/// each thread from its own arena, and a large tree kept from the arena the lints allocate from
-/// lies among what every later keystroke's lint allocates there: on a 307 KB script each
-/// keystroke was 0.25-0.48 ms slower at the median (BENCHMARKS.md). The thread costs tens of
-/// microseconds, the parse tens of milliseconds; each new thread's arena keeps some memory, which
-/// a small buffer's tree is not worth. Where no thread can be started, `work` runs here.
-fn on_a_thread_of_its_own<T: Send>(work: impl Fn() -> T + Sync) -> T {
-    std::thread::scope(|scope| {
-        match std::thread::Builder::new().name("culint-parse".into()).spawn_scoped(scope, &work) {
-            Ok(thread) => thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-            Err(_) => work(),
-        }
-    })
 }
 
 /// How many of the documents opened or edited last keep their syntax tree between lint runs. An
@@ -372,7 +322,7 @@ impl Session {
             text,
             lines: Arc::clone(&open.lines),
             parsed: open.document.cached_tree().cloned(),
-            statements: self.recently_active.contains(uri).then(|| Arc::clone(&open.statements)),
+            active: self.recently_active.contains(uri),
             path: open.path.clone(),
             settings: Arc::new(settings.lint),
             project: self.project.clone(),
@@ -402,9 +352,9 @@ impl Session {
             && self.documents.get(&snapshot.uri).is_some_and(|open| open.revision == snapshot.revision)
     }
 
-    /// Note that `uri` is being worked on, just opened or edited: its tree and what its lint
-    /// found per statement are worth keeping for the next keystroke. The buffer that drops out
-    /// of the [`RETAINED_TREES`] most recent gives them up.
+    /// Note that `uri` is being worked on, just opened or edited: its tree is worth keeping for
+    /// the next keystroke's reparse. The buffer that drops out
+    /// of the [`RETAINED_TREES`] most recent gives it up.
     pub fn note_active(&mut self, uri: &Uri) {
         if self.recently_active.front() == Some(uri) {
             return;
@@ -443,7 +393,6 @@ impl Session {
             }
         } else {
             open.document.drop_tree();
-            open.statements.clear();
         }
         Stored::Kept { replaced }
     }

@@ -11,7 +11,6 @@
 //! call lacks the `backward` token that the training rules require. `CULINT_NO_PREFILTER=1`
 //! switches the prefilter off, and the benchmark checks that the findings are the same either way.
 
-mod admissions;
 mod code_view;
 
 use std::cell::Cell;
@@ -20,18 +19,11 @@ use std::sync::LazyLock;
 use memchr::memmem::Finder;
 
 use crate::rules::{RULES, Rule};
+pub use crate::rules::Prefilter;
+pub use crate::text::{is_ascii_name_byte, is_name_byte, is_name_char, starts_like_a_name};
 use crate::text::line_start;
 
-pub use admissions::Admissions;
 pub use code_view::code_view;
-
-/// What a text must contain for a rule to possibly fire.
-pub struct Prefilter {
-    /// Every group needs at least one of its tokens somewhere in the text.
-    pub all_of: &'static [&'static [&'static str]],
-    /// A scan of the text for a shape the tokens cannot express, run once they are all present.
-    pub scan: Option<fn(&str) -> bool>,
-}
 
 /// A step loop or a Lightning training step needs one of these: a `.backward()` call in the file
 /// (in the loop or in a local helper it calls) or a `training_step` method. The rules that flag
@@ -46,8 +38,6 @@ static DISABLED: LazyLock<bool> =
 struct TokenIndex {
     tokens: Vec<&'static str>,
     finders: Vec<Finder<'static>>,
-    /// The length of the longest token.
-    longest: usize,
 }
 
 static TOKENS: LazyLock<TokenIndex> = LazyLock::new(|| {
@@ -56,8 +46,7 @@ static TOKENS: LazyLock<TokenIndex> = LazyLock::new(|| {
     tokens.sort_unstable();
     tokens.dedup();
     let finders = tokens.iter().map(|t| Finder::new(t.as_bytes())).collect();
-    let longest = tokens.iter().map(|t| t.len()).max().unwrap_or(0);
-    TokenIndex { tokens, finders, longest }
+    TokenIndex { tokens, finders }
 });
 
 /// Which tokens one text holds, each searched for once, when a rule first asks.
@@ -444,27 +433,6 @@ fn def_name(code: &str) -> Option<&str> {
 /// Whether `text` could hold a `del` statement: the keyword as a whole word, not an attribute.
 pub fn could_delete(text: &str) -> bool {
     whole_words(text, "del").any(|at| !text[..at].ends_with('.'))
-}
-
-/// A character that can be part of a Python name.
-pub fn is_name_char(c: char) -> bool {
-    c.is_alphanumeric() || c == '_'
-}
-
-/// A byte that can be part of a Python name: ASCII letters, digits, `_`, and every byte of a
-/// non-ASCII character (which a scan over bytes cannot tell apart).
-pub fn is_name_byte(b: u8) -> bool {
-    is_ascii_name_byte(b) || b >= 0x80
-}
-
-/// An ASCII byte that can be part of a Python name: a letter, a digit or `_`.
-pub fn is_ascii_name_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'_'
-}
-
-/// Whether `word` starts as an ASCII name does: with a letter or `_`, not a digit.
-pub fn starts_like_a_name(word: &str) -> bool {
-    word.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
 }
 
 pub fn starts_with_word(code: &str, word: &str) -> bool {

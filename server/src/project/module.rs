@@ -11,7 +11,7 @@ use tree_sitter::{Node, Tree};
 
 use super::ProjectIndex;
 use crate::grammar_ids::FieldChild;
-use crate::lint::LintContext;
+use crate::semantic::LintContext;
 use crate::parse::parse;
 use crate::semantic::imports::Imports;
 use crate::semantic::{FunctionSummary, Model, ast};

@@ -7,7 +7,7 @@ use crate::cuda_env::alloc_conf;
 use crate::diagnostic::Severity;
 use crate::fix::{Applicability, Edit, Fix};
 use crate::grammar_ids::FieldChild;
-use crate::lint::Checker;
+use super::Checker;
 use crate::semantic::environ::EnvSetting;
 use crate::semantic::{Model, ast};
 use crate::text::{TextRange, line_ending};
@@ -24,7 +24,6 @@ pub const RULE: Rule = Rule {
     knowledge: Some("cuda/oom-fragmentation"),
     deprecated: false,
     needs_hardware: false,
-    cached_per_statement: false,
 };
 
 const DOC: &str = r#"# alloc-conf-after-cuda-init (CUL203)

@@ -6,7 +6,7 @@ use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
 use crate::diagnostic::Severity;
 use crate::fix::{Edit, Fix};
 use crate::grammar_ids::FieldChild;
-use crate::lint::Checker;
+use super::Checker;
 use crate::semantic::{Model, ast};
 use crate::text::TextRange;
 
@@ -22,7 +22,6 @@ pub const RULE: Rule = Rule {
     knowledge: None,
     deprecated: true,
     needs_hardware: false,
-    cached_per_statement: false,
 };
 
 const DOC: &str = r#"# deprecated-cuda-amp (CUL303)

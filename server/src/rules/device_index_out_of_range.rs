@@ -5,7 +5,7 @@ use tree_sitter::Node;
 use super::{Candidate, FixAvailability, Prefilter, Rule};
 use crate::diagnostic::Severity;
 use crate::grammar_ids::FieldChild;
-use crate::lint::Checker;
+use super::Checker;
 use crate::semantic::{Model, ast, names};
 
 pub const RULE: Rule = Rule {
@@ -20,7 +20,6 @@ pub const RULE: Rule = Rule {
     knowledge: Some("cuda/invalid-device-ordinal"),
     deprecated: false,
     needs_hardware: true,
-    cached_per_statement: false,
 };
 
 const DOC: &str = r#"# device-index-out-of-range (CUL801)

@@ -6,7 +6,7 @@ use super::{Candidate, FixAvailability, Prefilter, Rule};
 use crate::diagnostic::Severity;
 use crate::fix::{Edit, Fix};
 use crate::hardware::HardwareFacts;
-use crate::lint::Checker;
+use super::Checker;
 use crate::semantic::{Model, ast};
 
 pub const RULE: Rule = Rule {
@@ -24,7 +24,6 @@ pub const RULE: Rule = Rule {
     knowledge: Some("cuda/oom-other-processes"),
     deprecated: false,
     needs_hardware: false,
-    cached_per_statement: false,
 };
 
 const DOC: &str = r#"# device-map-auto-without-max-memory (CUL103)

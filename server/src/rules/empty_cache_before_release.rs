@@ -5,7 +5,7 @@ use tree_sitter::Node;
 use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
 use crate::diagnostic::Severity;
 use crate::fix::Fix;
-use crate::lint::Checker;
+use super::Checker;
 use crate::semantic::training::mentions;
 use crate::semantic::{Model, ast, names};
 use crate::text::indentation_at;
@@ -22,7 +22,6 @@ pub const RULE: Rule = Rule {
     knowledge: Some("cuda/oom-fragmentation"),
     deprecated: false,
     needs_hardware: false,
-    cached_per_statement: true,
 };
 
 const DOC: &str = r#"# empty-cache-before-release (CUL202)

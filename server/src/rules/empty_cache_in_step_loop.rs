@@ -6,7 +6,7 @@ use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
 use crate::diagnostic::Severity;
 use crate::fix::Fix;
 use crate::grammar_ids::FieldChild;
-use crate::lint::Checker;
+use super::Checker;
 use crate::prefilter::STEP_TOKENS;
 use crate::semantic::{Model, ast, names};
 use crate::text::indentation_at;
@@ -23,7 +23,6 @@ pub const RULE: Rule = Rule {
     knowledge: Some("cuda/oom-fragmentation"),
     deprecated: false,
     needs_hardware: false,
-    cached_per_statement: true,
 };
 
 const DOC: &str = r#"# empty-cache-in-step-loop (CUL201)

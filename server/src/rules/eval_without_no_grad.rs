@@ -6,7 +6,7 @@ use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
 use crate::diagnostic::Severity;
 use crate::fix::{Edit, Fix};
 use crate::grammar_ids::FieldChild;
-use crate::lint::Checker;
+use super::Checker;
 use crate::prefilter::{self, Enclosing};
 use crate::semantic::{CallTarget, Model, ast, is_eval_function_name};
 use crate::text::{TextRange, indentation_at, line_ending, line_start};
@@ -29,7 +29,6 @@ pub const RULE: Rule = Rule {
     knowledge: Some("cuda/oom-genuine"),
     deprecated: false,
     needs_hardware: false,
-    cached_per_statement: true,
 };
 
 const DOC: &str = r#"# eval-without-no-grad (CUL402)

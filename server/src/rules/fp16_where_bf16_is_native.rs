@@ -6,7 +6,7 @@ use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
 use crate::diagnostic::Severity;
 use crate::fix::{Edit, Fix};
 use crate::grammar_ids::FieldChild;
-use crate::lint::Checker;
+use super::Checker;
 use crate::semantic::{Model, ast, names};
 use crate::text::TextRange;
 
@@ -22,7 +22,6 @@ pub const RULE: Rule = Rule {
     knowledge: None,
     deprecated: false,
     needs_hardware: true,
-    cached_per_statement: false,
 };
 
 const DOC: &str = r#"# fp16-where-bf16-is-native (CUL802)

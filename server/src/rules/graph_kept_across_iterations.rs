@@ -6,7 +6,7 @@ use super::{Candidate, FixAvailability, Prefilter, Rule};
 use crate::diagnostic::Severity;
 use crate::fix::{Edit, Fix};
 use crate::grammar_ids::FieldChild;
-use crate::lint::Checker;
+use super::Checker;
 use crate::prefilter::STEP_TOKENS;
 use crate::semantic::training::mentions;
 use crate::semantic::{CallTarget, Model, ast};
@@ -23,7 +23,6 @@ pub const RULE: Rule = Rule {
     knowledge: Some("cuda/oom-genuine"),
     deprecated: false,
     needs_hardware: false,
-    cached_per_statement: true,
 };
 
 const DOC: &str = r#"# graph-kept-across-iterations (CUL401)
@@ -375,15 +374,18 @@ fn is_backward_subject(model: &Model<'_>, scope: Node<'_>, name: &str) -> bool {
     })
 }
 
-/// The last assignment to `name` before `at`, in the same function.
+/// The last assignment to `name` before `at`, in the same function. Only the assignments inside
+/// that function are looked at: a common name (`loss`) is assigned in every function of a long
+/// file, and scanning them all for each candidate made the rule's cost grow with the square of
+/// the file.
 fn last_assignment<'a>(model: &Model<'a>, name: &str, at: Node<'a>) -> Option<Node<'a>> {
-    let function = model.enclosing_function(at).map(|f| f.id());
-    model
-        .assignments_to(name)
-        .iter()
-        .filter(|a| model.enclosing_function(**a).map(|f| f.id()) == function && ast::precedes(**a, at))
-        .max_by_key(|a| a.start_byte())
-        .copied()
+    let function = model.enclosing_function(at);
+    let same_function = |a: &Node<'a>| model.enclosing_function(*a).map(|f| f.id()) == function.map(|f| f.id());
+    let before_at = |a: &Node<'a>| ast::precedes(*a, at);
+    match function {
+        Some(function) => model.assignments_to_within(name, function).filter(same_function).filter(before_at).last(),
+        None => model.assignments_to(name).iter().copied().filter(same_function).filter(before_at).last(),
+    }
 }
 
 /// The accumulator, or something computed from it, is backpropagated: `total.backward()`,

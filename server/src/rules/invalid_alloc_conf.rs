@@ -6,7 +6,7 @@ use super::alloc_conf_after_cuda_init::ALLOC_CONF_VARIABLES;
 use super::{Candidate, FixAvailability, Prefilter, Rule};
 use crate::cuda_env::alloc_conf;
 use crate::diagnostic::Severity;
-use crate::lint::Checker;
+use super::Checker;
 use crate::semantic::ast;
 use crate::text::TextRange;
 
@@ -22,7 +22,6 @@ pub const RULE: Rule = Rule {
     knowledge: Some("cuda/oom-fragmentation"),
     deprecated: false,
     needs_hardware: false,
-    cached_per_statement: false,
 };
 
 const DOC: &str = r#"# invalid-alloc-conf (CUL204)

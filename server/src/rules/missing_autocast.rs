@@ -6,7 +6,7 @@ use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
 use crate::diagnostic::Severity;
 use crate::fix::{Edit, Fix};
 use crate::grammar_ids::FieldChild;
-use crate::lint::Checker;
+use super::Checker;
 use crate::semantic::{CallTarget, LoopInfo, Model, ast, contexts_with_items, names};
 use crate::text::{TextRange, indentation_at, line_ending, line_start};
 
@@ -25,7 +25,6 @@ pub const RULE: Rule = Rule {
     knowledge: Some("cuda/oom-genuine"),
     deprecated: false,
     needs_hardware: false,
-    cached_per_statement: true,
 };
 
 const DOC: &str = r#"# missing-autocast (CUL302)

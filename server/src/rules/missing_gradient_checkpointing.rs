@@ -9,7 +9,7 @@ use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
 use crate::diagnostic::Severity;
 use crate::fix::{Edit, Fix};
 use crate::grammar_ids::FieldChild;
-use crate::lint::Checker;
+use super::Checker;
 use crate::semantic::{CallTarget, Model, ast, names};
 use crate::text::{TextRange, indentation_at};
 
@@ -31,7 +31,6 @@ pub const RULE: Rule = Rule {
     knowledge: Some("cuda/oom-genuine"),
     deprecated: false,
     needs_hardware: false,
-    cached_per_statement: false,
 };
 
 const DOC: &str = r#"# missing-gradient-checkpointing (CUL301)

@@ -6,7 +6,7 @@ use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
 use crate::diagnostic::Severity;
 use crate::fix::{Applicability, Fix};
 use crate::grammar_ids::FieldChild;
-use crate::lint::Checker;
+use super::Checker;
 use crate::semantic::{CallTarget, Model, ast, names};
 use crate::text::{TextRange, indentation_at};
 
@@ -25,7 +25,6 @@ pub const RULE: Rule = Rule {
     knowledge: Some("cuda/oom-other-processes"),
     deprecated: false,
     needs_hardware: false,
-    cached_per_statement: false,
 };
 
 const DOC: &str = r#"# missing-set-device (CUL101)

@@ -5,7 +5,7 @@ use tree_sitter::Node;
 use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
 use crate::diagnostic::Severity;
 use crate::fix::Fix;
-use crate::lint::Checker;
+use super::Checker;
 use crate::prefilter::STEP_TOKENS;
 use crate::semantic::training::same_or_nested;
 use crate::semantic::{CallTarget, Model, ast};
@@ -23,7 +23,6 @@ pub const RULE: Rule = Rule {
     knowledge: None,
     deprecated: false,
     needs_hardware: false,
-    cached_per_statement: true,
 };
 
 const DOC: &str = r#"# missing-zero-grad (CUL501)

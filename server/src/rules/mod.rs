@@ -1,5 +1,6 @@
 //! The rule registry: one row per rule, one file per rule, one query per rule.
 
+pub mod checker;
 pub mod edits;
 
 mod alloc_conf_after_cuda_init;
@@ -28,9 +29,17 @@ mod zero_grad_keeps_buffers;
 use smallvec::SmallVec;
 use tree_sitter::Node;
 
+pub use checker::Checker;
 use crate::diagnostic::Severity;
-use crate::lint::Checker;
-pub use crate::prefilter::Prefilter;
+
+/// What a text must contain for a rule to possibly fire (see [`crate::prefilter`]): files that no
+/// rule admits are never parsed.
+pub struct Prefilter {
+    /// Every group needs at least one of its tokens somewhere in the text.
+    pub all_of: &'static [&'static [&'static str]],
+    /// A scan of the text for a shape the tokens cannot express, run once they are all present.
+    pub scan: Option<fn(&str) -> bool>,
+}
 
 /// Whether a rule can offer a fix, as shown by `culint rule --all` and the README table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,9 +69,6 @@ pub struct Candidate<'t> {
     /// Held in place: nearly every match has two captures, and a large file's lint places
     /// thousands of matches.
     pub captures: SmallVec<[(&'t str, Node<'t>); 2]>,
-    /// The index of the top-level statement that holds the match, when the query was run
-    /// statement by statement (see [`crate::semantic::Model::top_level`]).
-    pub statement: Option<usize>,
 }
 
 impl<'t> Candidate<'t> {
@@ -91,12 +97,6 @@ pub struct Rule {
     pub deprecated: bool,
     /// The rule needs hardware facts and stays quiet without them.
     pub needs_hardware: bool,
-    /// An edited buffer's next lint may keep this rule's findings in the top-level statements the
-    /// edit could not have changed ([`crate::check_cache`]). Only for a rule whose check reads
-    /// the file beyond the candidate's statement through the model's recorded reads alone
-    /// ([`crate::semantic::reads`]): no walk from the module, no sibling at module level, no scan
-    /// of the whole text, no state carried from one candidate to the next but [`Checker::memo`].
-    pub cached_per_statement: bool,
 }
 
 /// Every rule, in code order.

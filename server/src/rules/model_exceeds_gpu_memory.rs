@@ -9,7 +9,7 @@ use tree_sitter::Node;
 use super::{Candidate, FixAvailability, Prefilter, Rule};
 use crate::diagnostic::Severity;
 use crate::grammar_ids::FieldChild;
-use crate::lint::Checker;
+use super::Checker;
 use crate::probe::format::bytes;
 use crate::semantic::{Model, ast};
 
@@ -25,7 +25,6 @@ pub const RULE: Rule = Rule {
     knowledge: Some("cuda/oom-genuine"),
     deprecated: false,
     needs_hardware: true,
-    cached_per_statement: false,
 };
 
 const DOC: &str = r#"# model-exceeds-gpu-memory (CUL803)

@@ -5,7 +5,7 @@ use tree_sitter::Node;
 use super::{Candidate, FixAvailability, Prefilter, Rule};
 use crate::diagnostic::Severity;
 use crate::grammar_ids::FieldChild;
-use crate::lint::Checker;
+use super::Checker;
 use crate::semantic::training::mentions;
 use crate::semantic::{CallTarget, Model, ast};
 
@@ -21,7 +21,6 @@ pub const RULE: Rule = Rule {
     knowledge: Some("cuda/oom-genuine"),
     deprecated: false,
     needs_hardware: false,
-    cached_per_statement: false,
 };
 
 const DOC: &str = r#"# retain-graph-in-loop (CUL404)

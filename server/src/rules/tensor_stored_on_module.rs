@@ -8,7 +8,7 @@ use super::{Candidate, FixAvailability, Prefilter, Rule};
 use crate::diagnostic::Severity;
 use crate::fix::{Edit, Fix};
 use crate::grammar_ids::FieldChild;
-use crate::lint::Checker;
+use super::Checker;
 use crate::prefilter::{self, Enclosing};
 use crate::semantic::{CallTarget, Model, ast};
 use crate::text::line_start;
@@ -25,7 +25,6 @@ pub const RULE: Rule = Rule {
     knowledge: Some("cuda/oom-genuine"),
     deprecated: false,
     needs_hardware: false,
-    cached_per_statement: false,
 };
 
 const DOC: &str = r#"# tensor-stored-on-module (CUL403)

@@ -6,7 +6,7 @@ use super::{Candidate, FixAvailability, Prefilter, Rule};
 use crate::diagnostic::Severity;
 use crate::fix::{Applicability, Edit, Fix};
 use crate::grammar_ids::FieldChild;
-use crate::lint::Checker;
+use super::Checker;
 use crate::prefilter;
 use crate::semantic::{Model, ast, names};
 
@@ -25,7 +25,6 @@ pub const RULE: Rule = Rule {
     knowledge: Some("cuda/oom-other-processes"),
     deprecated: false,
     needs_hardware: false,
-    cached_per_statement: false,
 };
 
 const DOC: &str = r#"# torch-load-to-saved-device (CUL102)

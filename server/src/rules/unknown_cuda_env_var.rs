@@ -6,7 +6,7 @@ use super::{Candidate, FixAvailability, Prefilter, Rule};
 use crate::cuda_env::cublas_workspace;
 use crate::cuda_env::env_vars::{self, Format, Lookup};
 use crate::diagnostic::Severity;
-use crate::lint::Checker;
+use super::Checker;
 use crate::semantic::environ::EnvSetting;
 use crate::semantic::{Model, ast};
 
@@ -22,7 +22,6 @@ pub const RULE: Rule = Rule {
     knowledge: Some("cublas/alloc-failed"),
     deprecated: false,
     needs_hardware: false,
-    cached_per_statement: false,
 };
 
 const DOC: &str = r#"# unknown-cuda-env-var (CUL602)

@@ -8,7 +8,7 @@ use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
 use crate::diagnostic::Severity;
 use crate::fix::Fix;
 use crate::grammar_ids::FieldChild;
-use crate::lint::Checker;
+use super::Checker;
 use crate::semantic::training::mentions;
 use crate::semantic::{CallTarget, Model, ast};
 
@@ -24,7 +24,6 @@ pub const RULE: Rule = Rule {
     knowledge: None,
     deprecated: false,
     needs_hardware: false,
-    cached_per_statement: true,
 };
 
 const DOC: &str = r#"# unscaled-gradient-accumulation (CUL502)

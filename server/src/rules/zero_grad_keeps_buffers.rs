@@ -5,7 +5,7 @@ use tree_sitter::Node;
 use super::{Candidate, FixAvailability, Prefilter, Rule};
 use crate::diagnostic::Severity;
 use crate::fix::{Edit, Fix};
-use crate::lint::Checker;
+use super::Checker;
 use crate::semantic::{Model, ast};
 use crate::text::{TextRange, line_start};
 
@@ -21,7 +21,6 @@ pub const RULE: Rule = Rule {
     knowledge: Some("cuda/oom-genuine"),
     deprecated: false,
     needs_hardware: false,
-    cached_per_statement: false,
 };
 
 const DOC: &str = r#"# zero-grad-keeps-buffers (CUL503)

@@ -13,7 +13,7 @@ impl<'a> Model<'a> {
     /// up to the enclosing function.
     pub fn enclosing_with_items(&self, node: Node<'a>) -> Vec<Node<'a>> {
         let mut items = Vec::new();
-        for n in self.ancestor_nodes(node).take_while(|n| !ast::is_function_boundary(*n)) {
+        for n in self.ancestors(node).take_while(|n| !ast::is_function_boundary(*n)) {
             if n.kind() == "with_statement" && n.field("body").is_some_and(|b| ast::contains(b, node)) {
                 items.extend(with_items(n));
             }

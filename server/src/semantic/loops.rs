@@ -1,11 +1,7 @@
 //! Loops classified as step, epoch or eval loops (see the preamble of RULES.md).
 
-use std::ops::Range;
-use std::sync::Arc;
-
 use tree_sitter::Node;
 
-use super::reads::{self, Reads};
 use super::{Model, ast, names};
 use crate::grammar_ids::FieldChild;
 
@@ -42,52 +38,13 @@ pub fn is_eval_function_name(name: &str) -> bool {
 
 impl<'a> Model<'a> {
     pub fn loops(&self) -> &[LoopInfo<'a>] {
-        super::reads::read_whole_file();
-        self.classified()
-    }
-
-    /// The loops with their kinds: a fact of the whole file that an edited buffer's next lint
-    /// compares ([`crate::check_cache`]), so asking the kind of a loop records nothing.
-    pub(super) fn classified(&self) -> &[LoopInfo<'a>] {
-        self.loops.get_or_init(|| reads::unrecorded(|| classify(self, &|_| None).0))
-    }
-
-    /// Classify the loops, unless they are already, taking the kinds of a top-level statement's
-    /// loops from `kept` (by the statement's index in [`Model::top_level`]) where it has them:
-    /// an earlier lint's, which still hold (see [`crate::check_cache`]). Returns the kinds worked
-    /// out anew, per statement, with what working them out read beyond the statement.
-    pub fn classify_keeping(&self, kept: &dyn Fn(usize) -> Option<Arc<[LoopKind]>>) -> Vec<ClassifiedStatement> {
-        let mut classified = Vec::new();
-        self.loops.get_or_init(|| {
-            let (loops, fresh) = reads::unrecorded(|| classify(self, kept));
-            classified = fresh;
-            loops
-        });
-        classified
-    }
-
-    /// The kinds of the loops of each top-level statement that has any: (statement index,
-    /// kinds). Read without a record, for [`crate::check_cache`], which compares them.
-    pub fn loop_kinds_by_statement<K: FromIterator<LoopKind>>(&self) -> Vec<(usize, K)> {
-        let loops = self.classified();
-        let kinds = |range: Range<usize>| loops[range].iter().map(|l| l.kind).collect();
-        loops_by_statement(self).into_iter().map(|(statement, range)| (statement, kinds(range))).collect()
+        self.loops.get_or_init(|| classify(self))
     }
 
     pub fn loop_info(&self, node: Node<'_>) -> Option<&LoopInfo<'a>> {
         // The classified loops follow `loop_nodes` one for one.
         let i = self.loop_index(node)?;
-        self.read_kinds_around(self.walked.loop_nodes[i]);
-        Some(&self.classified()[i])
-    }
-
-    /// Note that the kinds of the loops in `node`'s top-level statement were read
-    /// ([`reads::Index::LoopKinds`]), unless that is the statement whose checks are recorded.
-    pub(super) fn read_kinds_around(&self, node: Node<'a>) {
-        reads::read_loop_kinds(|| {
-            let statement = self.top_level[self.top_level_index_of_noted(node)?];
-            Some((statement.start_byte(), self.node_text(statement)))
-        });
+        Some(&self.loops()[i])
     }
 
     /// Whether `node` is an eval loop. Only a loop that passes [`is_eval_loop`], which reads
@@ -96,17 +53,15 @@ impl<'a> Model<'a> {
     /// Once the loops are classified (another rule asked), their kinds answer at once.
     pub fn is_eval_kind(&self, node: Node<'_>) -> bool {
         let Some(i) = self.loop_index(node) else { return false };
-        self.read_kinds_around(self.walked.loop_nodes[i]);
         match self.loops.get() {
             Some(loops) => loops[i].kind == LoopKind::Eval,
-            None => is_eval_loop(self, self.walked.loop_nodes[i]) && self.classified()[i].kind == LoopKind::Eval,
+            None => is_eval_loop(self, self.walked.loop_nodes[i]) && self.loops()[i].kind == LoopKind::Eval,
         }
     }
 
-    /// Whether any loop of the file is a step loop: a fact of the whole file that an edited
-    /// buffer's next lint compares ([`crate::check_cache`]), so asking records nothing.
+    /// Whether any loop of the file is a step loop.
     pub fn has_a_step_loop(&self) -> bool {
-        self.classified().iter().any(|l| l.kind == LoopKind::Step)
+        self.loops().iter().any(|l| l.kind == LoopKind::Step)
     }
 
     pub fn step_loops(&self) -> impl Iterator<Item = &LoopInfo<'a>> {
@@ -123,7 +78,7 @@ impl<'a> Model<'a> {
                 .loops_around_call(call)
                 .find_map(|l| self.loop_info(l).filter(|info| info.kind == LoopKind::Step));
         }
-        self.ancestor_nodes(node)
+        self.ancestors(node)
             .take_while(|n| !ast::is_function_boundary(*n))
             .filter(|n| ast::is_loop(*n))
             .find_map(|n| self.loop_info(n).filter(|l| l.kind == LoopKind::Step))
@@ -259,48 +214,9 @@ impl<'a> Model<'a> {
     }
 }
 
-/// The kinds of one top-level statement's loops, worked out by one lint, and what working them out
-/// read beyond the statement.
-pub struct ClassifiedStatement {
-    /// The statement's index in [`Model::top_level`].
-    pub statement: usize,
-    pub kinds: Arc<[LoopKind]>,
-    pub reads: Reads,
-}
-
-/// The loops of each top-level statement that has any: (statement index, range in `loop_nodes`).
-fn loops_by_statement(model: &Model<'_>) -> Vec<(usize, Range<usize>)> {
-    let mut groups: Vec<(usize, Range<usize>)> = Vec::new();
-    for (i, loop_node) in model.walked.loop_nodes.iter().enumerate() {
-        let Some(statement) = model.top_level_index_of_noted(*loop_node) else { continue };
-        match groups.last_mut() {
-            Some((last, range)) if *last == statement && range.end == i => range.end = i + 1,
-            _ => groups.push((statement, i..i + 1)),
-        }
-    }
-    groups
-}
-
-/// The loops and their kinds, with the kinds of each statement's loops that `kept` has taken from
-/// it, and those worked out anew, per statement. A statement's kinds read only the statement,
-/// and what [`reads`] records: its calls' names looked up among the functions, and the helpers
-/// they resolve to (a helper in another statement whose loops make it a step function is a read
-/// of the whole file).
-fn classify<'a>(
-    model: &Model<'a>,
-    kept: &dyn Fn(usize) -> Option<Arc<[LoopKind]>>,
-) -> (Vec<LoopInfo<'a>>, Vec<ClassifiedStatement>) {
+/// The loops and their kinds.
+fn classify<'a>(model: &Model<'a>) -> Vec<LoopInfo<'a>> {
     let loops = &model.walked.loop_nodes[..];
-    let groups = loops_by_statement(model);
-    // By loop: the kind kept for it, if its statement's kinds were kept.
-    let mut kept_kind: Vec<Option<LoopKind>> = vec![None; loops.len()];
-    for (statement, range) in &groups {
-        if let Some(kinds) = kept(*statement).filter(|kinds| kinds.len() == range.len()) {
-            kept_kind[range.clone()].iter_mut().zip(kinds.iter()).for_each(|(slot, kind)| *slot = Some(*kind));
-        }
-    }
-    // What working out each loop's kind read, by loop.
-    let mut loop_reads: Vec<Reads> = vec![Reads::default(); loops.len()];
     // Each `.backward()` call marks its innermost enclosing loop (within the same function). A
     // marked loop is a candidate; `backward[i]` holds the calls of `loops[i]`.
     let mut backward: Vec<Option<Vec<Node<'a>>>> = vec![None; loops.len()];
@@ -312,34 +228,25 @@ fn classify<'a>(
     // A loop that calls a helper doing one training step (`loss = train_step(batch)`) is a step
     // loop too, with its backward inside the helper.
     for (i, loop_node) in loops.iter().copied().enumerate() {
-        if backward[i].is_some() || kept_kind[i].is_some() {
+        if backward[i].is_some() {
             continue;
         }
-        let (calls_step_helper, read) = reads::recording(|| {
-            model.own_calls_within(loop_node).any(|call| {
-                model.loop_around_call(call).is_some_and(|l| l.id() == loop_node.id())
-                    && may_reach_own_code(model, call)
-                    && match model.resolve_call(call) {
-                        super::CallTarget::Local(f) => model.runs_one_step(f),
-                        super::CallTarget::Project(summary) => summary.runs_one_step,
-                        _ => false,
-                    }
-            })
+        let calls_step_helper = model.own_calls_within(loop_node).any(|call| {
+            model.loop_around_call(call).is_some_and(|l| l.id() == loop_node.id())
+                && may_reach_own_code(model, call)
+                && match model.resolve_call(call) {
+                    super::CallTarget::Local(f) => model.runs_one_step(f),
+                    super::CallTarget::Project(summary) => summary.runs_one_step,
+                    _ => false,
+                }
         });
-        loop_reads[i] = read;
         if calls_step_helper {
             backward[i] = Some(Vec::new());
         }
     }
-    // A candidate that contains another candidate is an epoch loop, never a step loop. A kept
-    // statement's loops are what they were.
+    // A candidate that contains another candidate is an epoch loop, never a step loop.
     let is_step: Vec<bool> = (0..loops.len())
-        .map(|i| match kept_kind[i] {
-            Some(kind) => kind == LoopKind::Step,
-            None => {
-                backward[i].is_some() && !model.loop_indices_within(loops[i]).any(|j| j != i && backward[j].is_some())
-            }
-        })
+        .map(|i| backward[i].is_some() && !model.loop_indices_within(loops[i]).any(|j| j != i && backward[j].is_some()))
         .collect();
 
     // Functions whose own body (not a nested function, class or lambda) holds a step loop, and
@@ -372,7 +279,7 @@ fn classify<'a>(
     }
 
     let mut backward = backward.into_iter();
-    let classified: Vec<LoopInfo<'a>> = loops
+    loops
         .iter()
         .copied()
         .enumerate()
@@ -381,49 +288,25 @@ fn classify<'a>(
             if is_step[i] {
                 return LoopInfo { node, kind: LoopKind::Step, backward_calls: calls.unwrap_or_default() };
             }
-            if let Some(kind) = kept_kind[i] {
-                return LoopInfo { node, kind, backward_calls: Vec::new() };
-            }
             let calls_step_function = || {
                 model.own_calls_within(node).filter(|call| may_reach_own_code(model, *call)).any(|call| {
                     match model.resolve_call(call) {
-                        super::CallTarget::Local(f) => {
-                            // Whether a helper elsewhere holds a step loop is up to that
-                            // statement's loops, which the lookup of its name does not answer for.
-                            if model.statement_holding(f) != model.statement_holding(node) {
-                                reads::read_whole_file();
-                            }
-                            step_functions.contains(&f.id())
-                        }
+                        super::CallTarget::Local(f) => step_functions.contains(&f.id()),
                         super::CallTarget::Project(summary) => summary.has_step_loop,
                         _ => false,
                     }
                 })
             };
-            let (kind, read) = reads::recording(|| {
-                if contains_step[i] || calls_step_function() {
-                    LoopKind::Epoch
-                } else if is_eval_loop(model, node) {
-                    LoopKind::Eval
-                } else {
-                    LoopKind::Other
-                }
-            });
-            loop_reads[i].extend(&read);
+            let kind = if contains_step[i] || calls_step_function() {
+                LoopKind::Epoch
+            } else if is_eval_loop(model, node) {
+                LoopKind::Eval
+            } else {
+                LoopKind::Other
+            };
             LoopInfo { node, kind, backward_calls: Vec::new() }
         })
-        .collect();
-    let fresh = groups
-        .into_iter()
-        .filter(|(_, range)| kept_kind[range.start].is_none())
-        .map(|(statement, range)| {
-            let mut read = Reads::default();
-            range.clone().for_each(|i| read.extend(&loop_reads[i]));
-            let kinds = classified[range].iter().map(|l| l.kind).collect();
-            ClassifiedStatement { statement, kinds, reads: read.compact() }
-        })
-        .collect();
-    (classified, fresh)
+        .collect()
 }
 
 /// Whether a call could resolve to a function of this file or of the project, the only targets

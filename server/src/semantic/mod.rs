@@ -6,7 +6,6 @@
 //! helpers or libraries. Every rule shares one model per lint run.
 
 pub mod ast;
-mod carry;
 mod contexts;
 mod cuda_init;
 pub mod environ;
@@ -14,7 +13,6 @@ mod frameworks;
 pub mod imports;
 mod loops;
 pub mod names;
-pub mod reads;
 mod source_order;
 mod star_imports;
 pub mod summary;
@@ -28,18 +26,22 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use tree_sitter::{Node, Tree};
 
 use crate::grammar_ids::FieldChild;
-use crate::lint::LintContext;
 use crate::project::ProjectLookup;
 pub use contexts::with_items as contexts_with_items;
 pub use frameworks::Frameworks;
 use imports::Imports;
 pub use loops::{LoopInfo, LoopKind, is_eval_function_name};
 pub use summary::FunctionSummary;
-pub use walk::WalkCache;
 
 use ast::text;
-use reads::{Index, Reads, read_key, read_whole_file, recording_through, replay, unrecorded};
 use source_order::InSourceOrder;
+
+/// Where the text came from: its path, and the project it belongs to for cross-file summaries.
+#[derive(Clone, Copy, Default)]
+pub struct LintContext<'a> {
+    pub path: Option<&'a std::path::Path>,
+    pub project: Option<&'a crate::project::ProjectIndex>,
+}
 
 pub struct Model<'a> {
     pub text: &'a str,
@@ -51,9 +53,6 @@ pub struct Model<'a> {
     /// What the walk noted: calls, loops, definitions, assignments and imports, and indices of
     /// them by name.
     walked: walk::Walked<'a>,
-    /// What the walk noted of each top-level statement (same index), when it was made for a
-    /// [`WalkCache`] to keep.
-    statement_notes: Vec<walk::StatementNotes>,
     /// The file names CUDA in code (strings, attributes, names), not only in comments, or NCCL,
     /// which runs only on CUDA devices (`init_process_group("nccl")` with `.to(rank)`).
     pub mentions_cuda: bool,
@@ -64,10 +63,9 @@ pub struct Model<'a> {
     /// Function summaries by node id: each function's own, with its local callees, and the
     /// merged ones [`Model::function_summary`] answers with.
     own_summaries: Mutex<HashMap<usize, OwnSummary<'a>>>,
-    summaries: Mutex<HashMap<usize, (FunctionSummary, Arc<Reads>)>>,
-    /// `resolve_call` answers by call node id, with what finding them read: rules ask about the
-    /// same calls many times.
-    resolved: Mutex<HashMap<usize, (CallTarget<'a>, Arc<Reads>)>>,
+    summaries: Mutex<HashMap<usize, FunctionSummary>>,
+    /// `resolve_call` answers by call node id: rules ask about the same calls many times.
+    resolved: Mutex<HashMap<usize, CallTarget<'a>>>,
     /// [`Model::file_fact`] answers by the fact's address.
     file_facts: Mutex<HashMap<usize, bool>>,
     /// [`Model::ancestors`] answers by node id, innermost first: rules walk up from the same
@@ -77,8 +75,11 @@ pub struct Model<'a> {
     callee_qualified_names: Mutex<HashMap<usize, Option<Arc<str>>>>,
 }
 
-/// A function's own summary, the functions of this file it calls, and what making it read.
-type OwnSummary<'a> = (FunctionSummary, Vec<Node<'a>>, Arc<Reads>);
+/// A function's own summary and the functions of this file it calls.
+type OwnSummary<'a> = (FunctionSummary, Vec<Node<'a>>);
+
+/// A fact of the whole file that a rule computes once per model ([`Model::file_fact`]).
+pub type FileFact = for<'m, 'a> fn(&'m Model<'a>) -> bool;
 
 /// What a call refers to, as far as the checker can see.
 #[derive(Debug, Clone)]
@@ -97,25 +98,11 @@ pub enum CallTarget<'a> {
 
 impl<'a> Model<'a> {
     pub fn new(text: &'a str, tree: &'a Tree, context: LintContext<'a>) -> Self {
-        Self::with_cache(text, tree, context, None)
+        Self::of_statements(text, tree, context, &ast::top_level_statements(tree))
     }
 
-    /// [`Model::new`] for a buffer that is linted again after each edit: what the last lint's
-    /// walk noted in the top-level statements the edit left is carried from `cache`, and only the
-    /// others are walked (the lint then keeps this walk there for the next, [`WalkCache::keep`]).
-    pub fn with_cache(text: &'a str, tree: &'a Tree, context: LintContext<'a>, cache: Option<&WalkCache>) -> Self {
-        Self::of_statements(text, tree, context, cache, &ast::top_level_statements(tree))
-    }
-
-    /// [`Model::with_cache`] given the module's `statements` ([`ast::top_level_statements`]),
-    /// which the lint lists once for the model and the rules' queries.
-    pub fn of_statements(
-        text: &'a str,
-        tree: &'a Tree,
-        context: LintContext<'a>,
-        cache: Option<&WalkCache>,
-        statements: &[Node<'a>],
-    ) -> Self {
+    /// [`Model::new`] given the module's `statements` ([`ast::top_level_statements`]).
+    pub fn of_statements(text: &'a str, tree: &'a Tree, context: LintContext<'a>, statements: &[Node<'a>]) -> Self {
         let mut model = Self {
             text,
             tree,
@@ -123,7 +110,6 @@ impl<'a> Model<'a> {
             imports: Imports::default(),
             top_level: InSourceOrder::default(),
             walked: walk::Walked::default(),
-            statement_notes: Vec::new(),
             mentions_cuda: false,
             loops: OnceLock::new(),
             functions_stepping_outside_loops: OnceLock::new(),
@@ -135,7 +121,7 @@ impl<'a> Model<'a> {
             file_facts: Default::default(),
             callee_qualified_names: Default::default(),
         };
-        model.walk(cache, statements);
+        model.walk(statements);
         model
     }
 
@@ -143,20 +129,7 @@ impl<'a> Model<'a> {
     /// the root on every call, which at module level scans every statement before the node: in a
     /// large script that is most of the cost of walking up. This descends once, from the
     /// statement that holds the node.
-    ///
-    /// Reaching the module is a read of the whole file (see [`reads`]): a rule could go down
-    /// from it into any statement.
     pub fn ancestors(&self, node: Node<'a>) -> impl Iterator<Item = Node<'a>> + use<'a> {
-        let module = self.tree.root_node().id();
-        self.ancestor_nodes(node).inspect(move |n| {
-            if n.id() == module {
-                read_whole_file();
-            }
-        })
-    }
-
-    /// [`Model::ancestors`] for the model's own questions, which only look at the module's kind.
-    pub(super) fn ancestor_nodes(&self, node: Node<'a>) -> impl Iterator<Item = Node<'a>> + use<'a> {
         let chain = self.ancestor_chain(node);
         (0..chain.len()).map(move |i| chain[i])
     }
@@ -176,20 +149,15 @@ impl<'a> Model<'a> {
     }
 
     /// The parent of `node` ([`Node::parent`], faster: see [`Model::ancestors`]).
-    /// The module is a read of the whole file, as in [`Model::ancestors`].
     pub fn parent(&self, node: Node<'a>) -> Option<Node<'a>> {
-        let parent = match lock(&self.ancestor_chains).get(&node.id()) {
+        match lock(&self.ancestor_chains).get(&node.id()) {
             Some(chain) => chain.first().copied(),
             None => {
                 // A top-level statement's parent is the module.
                 let mut parent = self.tree.root_node();
                 if self.descend(node, |n| parent = n) { Some(parent) } else { node.parent() }
             }
-        };
-        if parent.is_some_and(|p| p.id() == self.tree.root_node().id()) {
-            read_whole_file();
         }
-        parent
     }
 
     /// Walk down from the top-level statement that holds `node` to the node, calling `visit` with
@@ -214,17 +182,17 @@ impl<'a> Model<'a> {
     /// these three go through one ancestor chain, which is memoised: rules ask them of the same
     /// functions and statements again and again.
     pub fn method_class(&self, function: Node<'a>) -> Option<Node<'a>> {
-        ast::method_class_among(self.ancestor_nodes(function))
+        ast::method_class_among(self.ancestors(function))
     }
 
     /// Decorator expressions of a function or class (`torch.no_grad()` in `@torch.no_grad()`).
     pub fn decorators(&self, definition: Node<'a>) -> Vec<Node<'a>> {
-        ast::decorators_under(self.ancestor_nodes(definition).next())
+        ast::decorators_under(self.ancestors(definition).next())
     }
 
     /// The statement that holds a node ([`ast::statement_of`], faster).
     pub fn statement_of(&self, node: Node<'a>) -> Node<'a> {
-        ast::statement_of_among(node, self.ancestor_nodes(node))
+        ast::statement_of_among(node, self.ancestors(node))
     }
 
     /// The smallest node that spans `start..end` ([`Node::descendant_for_byte_range`] of the root,
@@ -239,16 +207,11 @@ impl<'a> Model<'a> {
             .last_starting_by(start)
             .filter(|s| start < s.end_byte() && end <= s.end_byte())
             .unwrap_or(root);
-        let found = statement.descendant_for_byte_range(start, end);
-        if found.is_some_and(|n| n.id() == root.id()) {
-            read_whole_file();
-        }
-        found
+        statement.descendant_for_byte_range(start, end)
     }
 
-    /// The module's children (statements and comments), in source order: a read of the whole file.
+    /// The module's children (statements and comments), in source order.
     pub fn top_level(&self) -> &[Node<'a>] {
-        read_whole_file();
         &self.top_level
     }
 
@@ -287,16 +250,12 @@ impl<'a> Model<'a> {
                 Some(_) => {}
             }
         }
-        self.ancestor_nodes(node).find(|n| crate::grammar_ids::FUNCTION.contains(*n))
+        self.ancestors(node).find(|n| crate::grammar_ids::FUNCTION.contains(*n))
     }
 
-    /// The innermost function around `node`, or else the module: a read of the whole file then,
-    /// since a rule searches the scope it gets.
+    /// The innermost function around `node`, or else the module.
     pub fn scope_of(&self, node: Node<'a>) -> Node<'a> {
-        self.enclosing_function(node).unwrap_or_else(|| {
-            read_whole_file();
-            self.tree.root_node()
-        })
+        self.enclosing_function(node).unwrap_or_else(|| self.tree.root_node())
     }
 
     fn call_index(&self, call: Node<'_>) -> Option<usize> {
@@ -311,7 +270,7 @@ impl<'a> Model<'a> {
     /// The final name of a call's callee ([`ast::callee_name`], answered from the walk).
     pub fn callee_name(&self, call: Node<'_>) -> Option<&'a str> {
         match self.call_index(call) {
-            Some(i) => self.walked.call_names[i].map(|name| name.in_text(self.text)),
+            Some(i) => self.walked.call_names[i],
             None => ast::callee_name(call, self.text),
         }
     }
@@ -339,39 +298,24 @@ impl<'a> Model<'a> {
         self.walked.loop_nodes.position(loop_node)
     }
 
-    /// Every `for` and `while` loop, in source order (a read of the whole file).
+    /// Every `for` and `while` loop, in source order.
     pub fn loop_nodes(&self) -> &[Node<'a>] {
-        read_whole_file();
         &self.walked.loop_nodes
     }
 
-    /// Every call, in source order (a read of the whole file).
+    /// Every call, in source order.
     pub fn all_calls(&self) -> &[Node<'a>] {
-        read_whole_file();
         &self.walked.calls
     }
 
-    /// Every function definition, in source order (a read of the whole file).
+    /// Every function definition, in source order.
     pub fn all_functions(&self) -> &[Node<'a>] {
-        read_whole_file();
         &self.walked.functions
     }
 
-    /// Every class definition, in source order (a read of the whole file).
+    /// Every class definition, in source order.
     pub fn all_classes(&self) -> &[Node<'a>] {
-        read_whole_file();
         &self.walked.classes
-    }
-
-    /// Note, when `node` is the module, that a question about what lies within it read the
-    /// whole file; below the module everything lies in one statement.
-    fn read_within(&self, node: Node<'_>, key: Option<(Index, &str)>) {
-        if node.id() == self.tree.root_node().id() {
-            match key {
-                Some((index, name)) => read_key(index, name),
-                None => read_whole_file(),
-            }
-        }
     }
 
     pub fn node_text(&self, node: Node<'_>) -> &'a str {
@@ -380,15 +324,12 @@ impl<'a> Model<'a> {
 
     /// Calls whose callee's final name is `name` (`backward` finds `loss.backward()`).
     pub fn calls_named(&self, name: &str) -> &[Node<'a>] {
-        read_key(Index::Calls, name);
         self.walked.calls_by_name.get(name).map_or(&[], |calls| calls)
     }
 
-    /// Calls whose callee's final name passes `wanted`, grouped by name (a read of the whole
-    /// file). One test per distinct name rather than per call: a large script has thousands of
+    /// Calls whose callee's final name passes `wanted`, grouped by name. One test per distinct name rather than per call: a large script has thousands of
     /// calls and a few hundred names.
     pub fn calls_named_like<'s>(&'s self, wanted: impl Fn(&str) -> bool + 's) -> impl Iterator<Item = Node<'a>> + 's {
-        read_whole_file();
         self.walked
             .calls_by_name
             .iter()
@@ -398,7 +339,6 @@ impl<'a> Model<'a> {
 
     /// The calls with callee name `name` inside `node` (the node itself included), in source order.
     pub fn calls_named_within(&self, name: &str, node: Node<'_>) -> impl Iterator<Item = Node<'a>> + '_ {
-        self.read_within(node, Some((Index::Calls, name)));
         let end = node.end_byte();
         let starting =
             self.walked.calls_by_name.get(name).map_or(&[][..], |calls| calls.starting_in(node.start_byte(), end));
@@ -407,7 +347,6 @@ impl<'a> Model<'a> {
 
     /// The calls with callee name `name` that start in `start..end`, in source order.
     pub fn calls_named_starting_in(&self, name: &str, start: usize, end: usize) -> &[Node<'a>] {
-        read_key(Index::Calls, name);
         self.walked.calls_by_name.get(name).map_or(&[], |calls| calls.starting_in(start, end))
     }
 
@@ -423,12 +362,10 @@ impl<'a> Model<'a> {
     }
 
     pub fn functions_named(&self, name: &str) -> &[Node<'a>] {
-        read_key(Index::Functions, name);
         self.walked.functions_by_name.get(name).map_or(&[], SmallVec::as_slice)
     }
 
     pub fn assignments_to(&self, target: &str) -> &[Node<'a>] {
-        read_key(Index::Assignments, target);
         self.walked.assignments.get(target).map_or(&[], |assignments| assignments)
     }
 
@@ -448,7 +385,6 @@ impl<'a> Model<'a> {
     /// The assignments to `target` inside `node`, in source order: a common name (`loss`) is
     /// assigned all over a long script, and a rule asks about one function or loop of it.
     pub fn assignments_to_within(&self, target: &str, node: Node<'_>) -> impl Iterator<Item = Node<'a>> + '_ {
-        self.read_within(node, Some((Index::Assignments, target)));
         let end = node.end_byte();
         let starting = self.walked.assignments.get(target).map_or(&[][..], |a| a.starting_in(node.start_byte(), end));
         starting.iter().copied().filter(move |assignment| assignment.end_byte() <= end)
@@ -478,34 +414,29 @@ impl<'a> Model<'a> {
         self.qualified_name(node).is_some_and(|q| qualified.contains(&q.as_str()))
     }
 
-    /// The frameworks the file configures: a fact of the whole file that an edited buffer's
-    /// next lint compares ([`crate::check_cache`]), so reading it records nothing.
+    /// The frameworks the file configures.
     pub fn frameworks(&self) -> &Frameworks {
-        self.frameworks.get_or_init(|| unrecorded(|| Frameworks::read(self)))
+        self.frameworks.get_or_init(|| Frameworks::read(self))
     }
 
-    /// A fact of the whole file that a rule computes ([`reads::FileFact`]), once per model. It is
-    /// recorded as a fact, with its value, rather than as the reads that made it: an edited
-    /// buffer's next lint computes it again and compares.
-    pub fn file_fact(&self, fact: reads::FileFact) -> bool {
+    /// A fact of the whole file that a rule computes, once per model rather than once per
+    /// candidate.
+    pub fn file_fact(&self, fact: FileFact) -> bool {
         let known = lock(&self.file_facts).get(&(fact as usize)).copied();
-        let value = known.unwrap_or_else(|| {
-            let value = unrecorded(|| fact(self));
+        known.unwrap_or_else(|| {
+            let value = fact(self);
             lock(&self.file_facts).insert(fact as usize, value);
             value
-        });
-        reads::read_fact(fact, value);
-        value
+        })
     }
 
     /// What a call refers to.
     pub fn resolve_call(&self, call: Node<'a>) -> CallTarget<'a> {
-        if let Some((target, reads)) = lock(&self.resolved).get(&call.id()) {
-            replay(reads);
+        if let Some(target) = lock(&self.resolved).get(&call.id()) {
             return target.clone();
         }
-        let (target, reads) = recording_through(|| self.resolve_call_uncached(call));
-        lock(&self.resolved).insert(call.id(), (target.clone(), Arc::new(reads)));
+        let target = self.resolve_call_uncached(call);
+        lock(&self.resolved).insert(call.id(), target.clone());
         target
     }
 
@@ -552,13 +483,7 @@ impl<'a> Model<'a> {
 
     fn resolve_imported(&self, qualified: &str) -> CallTarget<'a> {
         if let Some(project) = self.context.project {
-            // Known libraries are never looked for in the project. Any other answer depends on the
-            // project's files, which change apart from this one: a read the cache cannot follow.
-            // The other files' models read on the way are not this file's reads.
-            if qualified.starts_with('.') || !names::is_known_library(qualified) {
-                read_whole_file();
-            }
-            match unrecorded(|| project.lookup(self.context.path, qualified)) {
+            match project.lookup(self.context.path, qualified) {
                 ProjectLookup::Found(summary) => return CallTarget::Project(summary),
                 ProjectLookup::Missing => return CallTarget::Unseen,
                 ProjectLookup::NotInProject => {}
@@ -584,37 +509,32 @@ impl<'a> Model<'a> {
     /// every function of this file it reaches through calls does. Mutually recursive functions
     /// reach each other, so the answer does not depend on which was asked first.
     pub fn function_summary(&self, function: Node<'a>) -> FunctionSummary {
-        if let Some((summary, reads)) = lock(&self.summaries).get(&function.id()) {
-            replay(reads);
+        if let Some(summary) = lock(&self.summaries).get(&function.id()) {
             return summary.clone();
         }
-        let (summary, reads) = recording_through(|| {
-            let (mut summary, callees) = self.own_summary(function);
-            let mut reached = std::collections::HashSet::from([function.id()]);
-            let mut pending = callees;
-            while let Some(callee) = pending.pop() {
-                if reached.insert(callee.id()) {
-                    let (own, further) = self.own_summary(callee);
-                    summary.merge(&own);
-                    pending.extend(further);
-                }
+        let (mut summary, callees) = self.own_summary(function);
+        let mut reached = std::collections::HashSet::from([function.id()]);
+        let mut pending = callees;
+        while let Some(callee) = pending.pop() {
+            if reached.insert(callee.id()) {
+                let (own, further) = self.own_summary(callee);
+                summary.merge(&own);
+                pending.extend(further);
             }
-            summary
-        });
-        lock(&self.summaries).insert(function.id(), (summary.clone(), Arc::new(reads)));
+        }
+        lock(&self.summaries).insert(function.id(), summary.clone());
         summary
     }
 
     fn own_summary(&self, function: Node<'a>) -> (FunctionSummary, Vec<Node<'a>>) {
-        if let Some((summary, callees, reads)) = lock(&self.own_summaries).get(&function.id()) {
-            replay(reads);
+        if let Some((summary, callees)) = lock(&self.own_summaries).get(&function.id()) {
             return (summary.clone(), callees.clone());
         }
         // Computed outside the lock: it resolves calls and classifies loops, which other threads
         // linting the same model may be waiting to do.
-        let ((summary, callees), reads) = recording_through(|| summary::own_summary(self, function));
+        let (summary, callees) = summary::own_summary(self, function);
         let mut known = lock(&self.own_summaries);
-        let (summary, callees, _) = known.entry(function.id()).or_insert((summary, callees, Arc::new(reads)));
+        let (summary, callees) = known.entry(function.id()).or_insert((summary, callees));
         (summary.clone(), callees.clone())
     }
 
@@ -625,33 +545,26 @@ impl<'a> Model<'a> {
 
     /// The indices in `loop_nodes` of the loops inside `node` (the node itself included).
     fn loop_indices_within(&self, node: Node<'_>) -> impl Iterator<Item = usize> + '_ {
-        self.read_within(node, None);
         self.walked.loop_nodes.indices_within(node)
     }
 
     /// Whether `function` calls `.backward()` in its own body outside any loop: it runs one
     /// training step.
-    ///
-    /// The answer depends on the function's own body alone, so it records no read of the calls
-    /// found by name on the way.
     pub fn runs_one_step(&self, function: Node<'_>) -> bool {
         let stepping = self.functions_stepping_outside_loops.get_or_init(|| {
-            unrecorded(|| {
-                self.calls_named("backward")
-                    .iter()
-                    .filter_map(|call| self.call_index(*call))
-                    .filter(|i| self.walked.call_loops[*i].is_none())
-                    .filter_map(|i| self.walked.call_scopes[i].filter(|s| crate::grammar_ids::FUNCTION.contains(*s)))
-                    .map(|scope| scope.id())
-                    .collect()
-            })
+            self.calls_named("backward")
+                .iter()
+                .filter_map(|call| self.call_index(*call))
+                .filter(|i| self.walked.call_loops[*i].is_none())
+                .filter_map(|i| self.walked.call_scopes[i].filter(|s| crate::grammar_ids::FUNCTION.contains(*s)))
+                .map(|scope| scope.id())
+                .collect()
         });
         stepping.contains(&function.id())
     }
 
     /// Indices into `calls` of the calls inside `node` (the node itself included).
     fn call_indices_within(&self, node: Node<'_>) -> impl Iterator<Item = usize> + '_ {
-        self.read_within(node, None);
         self.walked.calls.indices_within(node)
     }
 
@@ -670,7 +583,6 @@ impl<'a> Model<'a> {
     /// `with` statements inside `node` (the node itself included) but not inside a nested
     /// function, class or lambda, in source order.
     pub fn own_with_statements_within(&self, node: Node<'a>) -> impl Iterator<Item = Node<'a>> + '_ {
-        self.read_within(node, None);
         self.walked
             .with_statements
             .indices_within(node)
@@ -721,40 +633,8 @@ impl<'a> Model<'a> {
 }
 
 impl<'a> Model<'a> {
-    /// The names a top-level statement files in the model's indices (see [`reads::key`]): a
-    /// check that looked one of them up may have read the statement.
-    pub fn statement_keys(&self, statement: Node<'_>) -> Vec<u64> {
-        let source = self.text;
-        let calls = self
-            .walked
-            .calls
-            .indices_within(statement)
-            .filter_map(|i| self.walked.call_names[i])
-            .map(|name| name.in_text(source))
-            .map(|n| (Index::Calls, n));
-        let (start, end) = (statement.start_byte(), statement.end_byte());
-        let first = self.walked.functions.partition_point(|f| f.start_byte() < start);
-        let functions = self.walked.functions[first..]
-            .iter()
-            .take_while(|f| f.end_byte() <= end)
-            .filter_map(|f| ast::function_name(*f, source))
-            .map(|n| (Index::Functions, n));
-        let assignments = self
-            .walked
-            .assignment_nodes
-            .indices_within(statement)
-            .filter_map(|i| self.walked.assignment_nodes[i].field("left"))
-            .flat_map(|left| ast::target_names(left, source))
-            .map(|n| (Index::Assignments, n));
-        let mut keys: Vec<u64> = calls.chain(functions).chain(assignments).map(|(i, n)| reads::key(i, n)).collect();
-        keys.sort_unstable();
-        keys.dedup();
-        keys
-    }
-
     /// Every assignment target with its assignments, in a stable order.
     pub fn assignment_targets(&self) -> Vec<(&str, &[Node<'a>])> {
-        read_whole_file();
         let mut targets: Vec<_> = self.walked.assignments.iter().map(|(k, v)| (&**k, &v[..])).collect();
         targets.sort_by_key(|(_, v)| v.first().map(|n| n.start_byte()));
         targets

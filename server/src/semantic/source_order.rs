@@ -24,7 +24,7 @@ impl<'a> InSourceOrder<'a> {
 
     /// Add `node`, which starts at or after every node already in the list.
     pub fn push(&mut self, node: Node<'a>) {
-        let start = start_of(node);
+        let start = node.start_byte();
         debug_assert!(self.starts.last().is_none_or(|last| *last <= start), "nodes out of source order");
         self.nodes.push(node);
         self.starts.push(start);
@@ -65,55 +65,6 @@ impl<'a> InSourceOrder<'a> {
     pub fn index_of_last_starting_by(&self, byte: usize) -> Option<usize> {
         self.starts.partition_point(|s| *s <= byte).checked_sub(1)
     }
-
-    /// The nodes and their starts, to move in place: they must stay in source order and in step.
-    pub(super) fn parts_mut(&mut self) -> (&mut Vec<Node<'a>>, &mut Vec<usize>) {
-        (&mut self.nodes, &mut self.starts)
-    }
-
-    /// Where each of `fresh` (in source order, none starting where a node of the list does) goes
-    /// in the list: the number of the list's nodes before it.
-    pub fn insertion_points(&self, fresh: &[Node<'_>]) -> Vec<usize> {
-        fresh.iter().map(|node| self.starts.partition_point(|s| *s < start_of(*node))).collect()
-    }
-
-    /// Insert `fresh` at the `points` that [`InSourceOrder::insertion_points`] gave.
-    pub fn insert_at(&mut self, points: &[usize], fresh: &[Node<'a>]) {
-        let starts: Vec<usize> = fresh.iter().map(|node| start_of(*node)).collect();
-        insert_column(&mut self.nodes, points, fresh);
-        insert_column(&mut self.starts, points, &starts);
-    }
-}
-
-/// Insert `fresh[i]` before `column[points[i]]`, for every `i` (`points` ascending): a list's
-/// nodes, or a column of values kept beside them.
-pub fn insert_column<T: Copy>(column: &mut Vec<T>, points: &[usize], fresh: &[T]) {
-    match (points.first(), points.last()) {
-        (None, _) | (_, None) => {}
-        // The usual edit: one place, where the new statement's nodes go in one piece.
-        (Some(first), Some(last)) if first == last => {
-            column.splice(*first..*first, fresh.iter().copied());
-        }
-        _ => {
-            let mut merged = Vec::with_capacity(column.len() + fresh.len());
-            let mut from = 0;
-            for (point, value) in points.iter().zip(fresh) {
-                merged.extend_from_slice(&column[from..*point]);
-                merged.push(*value);
-                from = *point;
-            }
-            merged.extend_from_slice(&column[from..]);
-            *column = merged;
-        }
-    }
-}
-
-/// A node's start byte, read from the node itself: the C library's accessor is a call across
-/// the language boundary that the compiler cannot inline, and the lists move thousands of nodes
-/// on every keystroke.
-#[inline]
-pub fn start_of(node: Node<'_>) -> usize {
-    node.into_raw().context[0] as usize
 }
 
 impl<'a> Deref for InSourceOrder<'a> {

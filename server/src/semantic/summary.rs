@@ -38,11 +38,9 @@ impl FunctionSummary {
 /// What `function` does in its own body, and the functions of this file it calls (other than
 /// itself): [`Model::function_summary`] merges in what those do.
 pub(super) fn own_summary<'a>(model: &Model<'a>, function: Node<'a>) -> (FunctionSummary, Vec<Node<'a>>) {
-    // The kinds of its loops may change while its text does not.
-    model.read_kinds_around(function);
     let mut summary = FunctionSummary {
         runs_under_no_grad: model.decorators(function).iter().any(|d| model.is_grad_disabling(*d)),
-        has_step_loop: model.loop_indices_within(function).any(|i| model.classified()[i].kind == super::LoopKind::Step)
+        has_step_loop: model.loop_indices_within(function).any(|i| model.loops()[i].kind == super::LoopKind::Step)
             || (ast::function_name(function, model.text) == Some("training_step")
                 && model.method_class(function).is_some()),
         ..FunctionSummary::default()

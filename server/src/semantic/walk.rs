@@ -1,61 +1,13 @@
 //! The model's one walk over the tree, which collects calls, imports, definitions, assignments,
-//! loops and `with` statements, and a cache that carries what it noted from an edited buffer's
-//! last lint into the next (see [`super::carry`]), so that only the statements the edit changed
-//! are walked again.
-//!
-//! The walk of a top-level statement depends on that statement alone: the loops and scope
-//! boundaries it tracks never reach above one (the module is neither).
-
-use std::sync::{Mutex, PoisonError};
+//! loops and `with` statements.
 
 use foldhash::HashMap;
 use smallvec::SmallVec;
-use tree_sitter::{Node, Tree};
+use tree_sitter::Node;
 
-use super::carry::Carried;
 use super::source_order::InSourceOrder;
 use super::{Model, ast, names_cuda};
 use crate::grammar_ids::{self, FieldChild};
-use crate::tree_reuse::{TextKey, recall_key};
-
-/// What the walks of a buffer's last lint noted, for the next.
-#[derive(Default)]
-pub struct WalkCache {
-    carried: Mutex<Option<Carried>>,
-}
-
-impl WalkCache {
-    /// Forget the last walk (a buffer that went idle gives its memory back).
-    pub fn clear(&self) {
-        *self.carried.lock().unwrap_or_else(PoisonError::into_inner) = None;
-    }
-
-    /// Keep what `model`'s walk noted for the next lint of the buffer.
-    pub fn keep(&self, model: Model<'_>) {
-        let Some(FinishedWalk { walked, tree, statements, notes }) = model.into_walked() else { return };
-        let carried = Carried::keep(walked, tree, &statements, notes);
-        *self.carried.lock().unwrap_or_else(PoisonError::into_inner) = Some(carried);
-    }
-}
-
-/// A lint's walk as a [`WalkCache`] keeps it: what it noted, in which tree, the top-level
-/// statements and what was noted of each (same index).
-struct FinishedWalk<'a> {
-    walked: Walked<'a>,
-    tree: &'a Tree,
-    statements: InSourceOrder<'a>,
-    notes: Vec<StatementNotes>,
-}
-
-/// What a [`WalkCache`] keeps of a top-level statement beside the walk's lists.
-#[derive(Clone, Copy)]
-pub(super) struct StatementNotes {
-    /// It names CUDA.
-    pub names_cuda: bool,
-    /// The key it is paired by when the next reparse builds it anew ([`recall_key`]): read when
-    /// the statement is walked, and carried with it after that, as its text is.
-    pub text: Option<TextKey>,
-}
 
 /// What the walk notes: the model's lists and name indices.
 #[derive(Default)]
@@ -67,9 +19,8 @@ pub(super) struct Walked<'a> {
     /// `parent()` links costs a descent from the root each time.
     pub call_scopes: Vec<Option<Node<'a>>>,
     pub call_loops: Vec<Option<Node<'a>>>,
-    /// For each call (same index): its callee's final name ([`ast::callee_name`]), as a span of
-    /// the text, which stays right when the call is carried to the next text.
-    pub call_names: Vec<Option<NameSpan>>,
+    /// For each call (same index): its callee's final name ([`ast::callee_name`]).
+    pub call_names: Vec<Option<&'a str>>,
     /// Every `for` and `while` loop, in source order, and (same index) the innermost loop
     /// around it within its scope.
     pub loop_nodes: InSourceOrder<'a>,
@@ -96,29 +47,6 @@ pub(super) struct Walked<'a> {
     pub import_nodes: Vec<Node<'a>>,
 }
 
-/// A name as a byte range of the text it was read from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct NameSpan {
-    start: u32,
-    length: u32,
-}
-
-impl NameSpan {
-    /// `name`, a slice of `text`.
-    fn of(name: &str, text: &str) -> Self {
-        Self { start: (name.as_ptr() as usize - text.as_ptr() as usize) as u32, length: name.len() as u32 }
-    }
-
-    pub fn in_text(self, text: &str) -> &str {
-        &text[self.start as usize..(self.start + self.length) as usize]
-    }
-
-    /// The same name `bytes` further on.
-    pub fn moved(self, bytes: i64) -> Self {
-        Self { start: (i64::from(self.start) + bytes) as u32, ..self }
-    }
-}
-
 /// What a walk notes about a node, with the scope and loop nodes around it.
 enum Noted<'a> {
     Call { scope: Option<Node<'a>>, in_loop: Option<Node<'a>> },
@@ -131,71 +59,13 @@ enum Noted<'a> {
 }
 
 impl<'a> Model<'a> {
-    /// Walk the whole tree; with a cache, only the statements the last lint's walk did not see,
-    /// carrying its notes of the others.
-    pub(super) fn walk(&mut self, cache: Option<&WalkCache>, statements: &[Node<'a>]) {
+    /// Walk the whole tree, whose module holds `statements`.
+    pub(super) fn walk(&mut self, statements: &[Node<'a>]) {
         self.top_level = statements.iter().copied().collect();
-        let Some(cache) = cache else {
-            self.mentions_cuda = self.walk_subtree(self.tree.root_node());
-            self.read_imports();
-            return;
-        };
-        // A walk in use by another lint of the same buffer (an older version's) is not waited
-        // for: this lint walks every statement.
-        let carried = cache.carried.lock().unwrap_or_else(PoisonError::into_inner).take();
-        let planned =
-            carried.and_then(|carried| carried.plan(self.tree, self.text, statements).map(|plan| (carried, plan)));
-        let mut notes = Vec::with_capacity(statements.len());
-        match planned {
-            Some((carried, plan)) => {
-                for index in 0..statements.len() {
-                    notes.push(match plan.carried_from(index) {
-                        Some(from) => carried.notes(from),
-                        None => self.walk_statement(statements, index),
-                    });
-                }
-                let fresh = std::mem::take(&mut self.walked);
-                match carried.carry(&plan, fresh) {
-                    Some(walked) => self.walked = walked,
-                    None => {
-                        // A statement paired by its text did not lay out its nodes as the
-                        // carried one did: the parse guarded against is not the only one.
-                        debug_assert!(false, "a statement built anew with the same text differs");
-                        notes.clear();
-                        notes.extend((0..statements.len()).map(|index| self.walk_statement(statements, index)));
-                    }
-                }
-            }
-            None => notes.extend((0..statements.len()).map(|index| self.walk_statement(statements, index))),
-        }
-        self.mentions_cuda = notes.iter().any(|notes| notes.names_cuda);
-        self.statement_notes = notes;
-        self.read_imports();
-    }
-
-    /// Walk the top-level statement `index` of `statements`.
-    fn walk_statement(&mut self, statements: &[Node<'a>], index: usize) -> StatementNotes {
-        let statement = statements[index];
-        let previous = index.checked_sub(1).map(|previous| statements[previous]);
-        StatementNotes { names_cuda: self.walk_subtree(statement), text: recall_key(statement, previous, self.text) }
-    }
-
-    /// The model's imports, read from the import statements the walk noted.
-    fn read_imports(&mut self) {
+        self.mentions_cuda = self.walk_subtree(self.tree.root_node());
         for node in &self.walked.import_nodes {
             self.imports.add_statement(*node, self.text);
         }
-    }
-
-    /// What the walk noted, with what a [`WalkCache`] keeps beside it; `None` for a model walked
-    /// without a cache, which took no notes per statement.
-    fn into_walked(self) -> Option<FinishedWalk<'a>> {
-        (self.statement_notes.len() == self.top_level.len()).then(|| FinishedWalk {
-            statements: self.top_level,
-            walked: self.walked,
-            tree: self.tree,
-            notes: self.statement_notes,
-        })
     }
 
     /// Walk the subtree of `top`, noting what the model needs. Returns whether the subtree names
@@ -282,7 +152,7 @@ impl<'a> Model<'a> {
                 walked.call_loops.push(in_loop);
                 walked.calls.push(node);
                 let name = names.into_iter().next();
-                walked.call_names.push(name.map(|name| NameSpan::of(name, self.text)));
+                walked.call_names.push(name);
                 if let Some(name) = name {
                     list_for(&mut walked.calls_by_name, name).push(node);
                 }
@@ -320,157 +190,4 @@ fn list_for<'i, L: Default>(index: &'i mut HashMap<Box<str>, L>, name: &str) -> 
         index.insert(name.into(), L::default());
     }
     index.get_mut(name).expect("just made")
-}
-
-#[cfg(test)]
-mod tests {
-    use foldhash::HashMap;
-
-    use super::*;
-    use crate::document::Document;
-    use crate::lint::LintContext;
-    use crate::text::TextRange;
-
-    fn ranges(nodes: &[Node<'_>]) -> String {
-        format!("{:?}", nodes.iter().map(|n| (n.byte_range(), n.start_position(), n.kind())).collect::<Vec<_>>())
-    }
-
-    /// Everything the walk gives the model, as plain data.
-    fn noted(model: &Model<'_>) -> Vec<String> {
-        let walked = &model.walked;
-        let maybe = |nodes: &[Option<Node<'_>>]| {
-            format!("{:?}", nodes.iter().map(|n| n.map(|n| n.byte_range())).collect::<Vec<_>>())
-        };
-        fn by_name<'a, N: std::ops::Deref<Target = [Node<'a>]>>(map: &HashMap<Box<str>, N>) -> String {
-            let mut names: Vec<_> = map.iter().map(|(name, nodes)| format!("{name}: {}", ranges(nodes))).collect();
-            names.sort();
-            names.join("; ")
-        }
-        // A node placed in the tree must be the tree's own: its parent is found from the root.
-        let parents =
-            |nodes: &[Node<'_>]| format!("{:?}", nodes.iter().map(|n| n.parent().map(|p| p.id())).collect::<Vec<_>>());
-        vec![
-            ranges(&walked.calls),
-            parents(&walked.calls),
-            maybe(&walked.call_scopes),
-            maybe(&walked.call_loops),
-            format!("{:?}", walked.call_names.iter().map(|n| n.map(|n| n.in_text(model.text))).collect::<Vec<_>>()),
-            ranges(&walked.loop_nodes),
-            maybe(&walked.outer_loops),
-            ranges(&walked.with_statements),
-            maybe(&walked.with_scopes),
-            ranges(&walked.functions),
-            parents(&walked.functions),
-            ranges(&walked.classes),
-            by_name(&walked.calls_by_name),
-            by_name(&walked.functions_by_name),
-            by_name(&walked.assignments),
-            ranges(&walked.assignment_nodes),
-            ranges(&walked.import_nodes),
-            format!("{:?} {:?}", model.imports.statements, model.imports.wildcard_modules),
-            bindings(&model.imports),
-            model.mentions_cuda.to_string(),
-        ]
-    }
-
-    /// The import bindings in name order (they are kept in a hash map).
-    fn bindings(imports: &super::super::Imports) -> String {
-        format!("{:?}", imports.sorted_bindings())
-    }
-
-    /// The walk of `document` through `cache`, compared with a walk of its tree without one; the
-    /// walk is then kept for the next.
-    fn assert_carried(document: &mut Document, cache: &WalkCache, what: &str) {
-        let text = document.text().to_owned();
-        let tree = document.tree().clone();
-        let fresh = noted(&Model::new(&text, &tree, LintContext::default()));
-        let model = Model::with_cache(&text, &tree, LintContext::default(), Some(cache));
-        assert_eq!(noted(&model), fresh, "{what}:\n{text}");
-        cache.keep(model);
-    }
-
-    /// Every fixture and example, and a script written at module level, typed through as an
-    /// editor does (code that joins a statement, code that breaks it, a new statement, a line
-    /// break, an indented line), and walked after every keystroke through one cache: the carried
-    /// walk notes what a fresh one does.
-    #[test]
-    fn a_carried_walk_notes_what_a_fresh_walk_notes() {
-        let files = crate::test_support::python_files().into_iter().filter_map(|path| {
-            let text = std::fs::read_to_string(&path).ok()?;
-            Some((path.display().to_string(), text))
-        });
-        let module_level = ("a script at module level".to_owned(), crate::test_support::MODULE_LEVEL.to_owned());
-        for (path, text) in files.chain([module_level]) {
-            let mut document = crate::test_support::edited_buffer(&text);
-            let cache = WalkCache::default();
-            let lines: Vec<usize> = text.match_indices('\n').map(|(i, _)| i).collect();
-            for (n, &at) in lines.iter().enumerate().step_by(11) {
-                let typed = [" * 2", "(", "\nimport torch", "\n    x = f(y)", "\n\ndef g():\n    h()"][n % 5];
-                let mut offset = at;
-                for c in typed.chars() {
-                    document.edit(TextRange::empty(offset), &c.to_string());
-                    offset += c.len_utf8();
-                    assert_carried(&mut document, &cache, &format!("{path} typing"));
-                }
-                document.edit(TextRange::new(at, offset), "");
-                assert_carried(&mut document, &cache, &format!("{path} deleting"));
-            }
-            assert_eq!(document.text(), text);
-        }
-    }
-
-    /// The tests above would pass with a walk that is never carried; these fail then: the
-    /// carried notes are poisoned, and the statements the edit left keep the poison.
-    #[test]
-    fn statements_the_edit_left_are_carried_not_walked_again() {
-        let text = include_str!("../../../examples/train_resnet.py");
-        let mut document = crate::test_support::edited_buffer(text);
-        document.edit(TextRange::empty(text.len()), "\n");
-        let calls = calls_noted(&mut document);
-        assert!(calls > 10);
-        // An edit in the last statement: only that statement is walked again.
-        let cache = a_cache_without_calls(&mut document);
-        document.edit(TextRange::empty(document.text().trim_end().len()), " ");
-        let tree = document.tree().clone();
-        let model = Model::with_cache(document.text(), &tree, LintContext::default(), Some(&cache));
-        assert!(model.walked.calls.len() < calls / 2, "the statements were walked again");
-    }
-
-    /// A statement built anew with the same text is carried too, found by its text. A reparse
-    /// builds some anew (the statement after an edited line, one tree-sitter built while it
-    /// weighed two parses); here the text is parsed again from scratch, which builds them all.
-    #[test]
-    fn statements_built_anew_with_the_same_text_are_carried() {
-        let text = crate::test_support::MODULE_LEVEL;
-        let mut document = crate::test_support::edited_buffer(text);
-        let calls = calls_noted(&mut document);
-        assert!(calls > 20);
-        let cache = a_cache_without_calls(&mut document);
-        let before = document.tree().clone();
-        document.drop_tree();
-        let tree = document.settled_tree();
-        let built_anew = crate::tree_reuse::statements_not_shared(&before, &tree);
-        assert!(built_anew > 15, "the parse built {built_anew} statements anew");
-        let model = Model::with_cache(document.text(), &tree, LintContext::default(), Some(&cache));
-        assert!(model.walked.calls.is_empty(), "the statements built anew were walked again");
-    }
-
-    /// How many calls a walk of `document` notes.
-    fn calls_noted(document: &mut Document) -> usize {
-        let tree = document.tree().clone();
-        Model::new(document.text(), &tree, LintContext::default()).walked.calls.len()
-    }
-
-    /// A cache that holds a walk of `document` that noted no call at all.
-    fn a_cache_without_calls(document: &mut Document) -> WalkCache {
-        let cache = WalkCache::default();
-        let tree = document.tree().clone();
-        let mut poisoned = Model::with_cache(document.text(), &tree, LintContext::default(), Some(&cache));
-        poisoned.walked.calls = InSourceOrder::default();
-        poisoned.walked.call_scopes.clear();
-        poisoned.walked.call_loops.clear();
-        poisoned.walked.call_names.clear();
-        cache.keep(poisoned);
-        cache
-    }
 }
