@@ -259,6 +259,24 @@ def edits(text, count, anywhere=False):
     return produced[:count]
 
 
+PASTED = "def pasted(model, batch):\n    model.train()\n    logits = model(batch)\n    loss = logits.sum()\n    loss.backward()\n    return loss\n"
+
+
+def file_edits(text, count, kind):
+    """Edits of the whole file's shape rather than keystrokes (`--edit`): `import` comments the
+    first import out and back in (an editor's toggle-comment, one change each way), which changes
+    what every statement's names resolve to; `paste` pastes a 6-line function at the end of the
+    file and deletes it again. Each edit is (line, start, end, text, in_comment, end_line)."""
+    lines = text.split("\n")
+    if kind == "import":
+        line = next(i for i, l in enumerate(lines) if l.startswith(("import ", "from ")))
+        cycle = [(line, 0, 0, "# ", False, line), (line, 0, 2, "", False, line)]
+    else:
+        last = len(lines) - 1
+        cycle = [(last, 0, 0, PASTED, False, last), (last, 0, 0, "", False, last + PASTED.count("\n"))]
+    return [cycle[n % 2] for n in range(count)]
+
+
 def percentile(samples, share):
     ordered = sorted(samples)
     return ordered[min(len(ordered) - 1, int(round(share * (len(ordered) - 1))))]
@@ -318,9 +336,10 @@ def open_script(connection, uri, text, watch=None):
 
 def keystroke(connection, diagnostics, uri, version, edit):
     """Send one edit; returns its latency as decoded and as received, in milliseconds."""
-    line, start, end, char, _ = edit
+    line, start, end, char, _, *end_line = edit
+    end_line = end_line[0] if end_line else line
     change = {
-        "range": {"start": {"line": line, "character": start}, "end": {"line": line, "character": end}},
+        "range": {"start": {"line": line, "character": start}, "end": {"line": end_line, "character": end}},
         "text": char,
     }
     sent = time.perf_counter()
@@ -355,7 +374,7 @@ def summary(samples, received_samples, text, in_comment):
     }
 
 
-def latency(commands, edit_count, how=Pushed, anywhere=False, client="python", script=training_script):
+def latency(commands, edit_count, how=Pushed, anywhere=False, client="python", script=training_script, kind="type"):
     """Latency of each server in `commands`, with diagnostics got as `how` gets them: alone when
     there is one, in turns when there are more. `client` replays the keystrokes: this script, or
     replay.mjs in Node; `script` makes the 10,000-line script they edit. For each server, its
@@ -364,7 +383,7 @@ def latency(commands, edit_count, how=Pushed, anywhere=False, client="python", s
         path = Path(root) / "train.py"
         text = script(10_000)
         path.write_text(text)
-        keystrokes = edits(text, edit_count, anywhere)
+        keystrokes = edits(text, edit_count, anywhere) if kind == "type" else file_edits(text, edit_count, kind)
         replay = replay_in_node if client == "node" else replay_in_python
         runs = replay(commands, root, path.as_uri(), text, keystrokes, how)
     results = []
@@ -391,7 +410,7 @@ def samples_of(run, keystrokes):
             "ms": round(decoded, 3),
             "received_ms": round(received, 3),
         }
-        for n, ((line, start, end, char, in_comment), decoded, received) in enumerate(
+        for n, ((line, start, end, char, in_comment, *_), decoded, received) in enumerate(
             zip(keystrokes, run["decoded"], run["received"])
         )
     ]
@@ -434,7 +453,7 @@ def replay_in_node(commands, root, uri, text, keystrokes, how):
         "rootUri": Path(root).as_uri(),
         "uri": uri,
         "text": text,
-        "edits": [edit[:4] for edit in keystrokes],
+        "edits": [[*edit[:4], edit[5] if len(edit) > 5 else edit[0]] for edit in keystrokes],
         "how": how.mode,
         "capabilities": CAPABILITIES if how is Pushed else PULL_CAPABILITIES,
     }
@@ -498,6 +517,13 @@ def main():
         "--anywhere", action="store_true", help="type at the end of any line of code, not only in training loops"
     )
     parser.add_argument(
+        "--edit",
+        choices=["type", "import", "paste"],
+        default="type",
+        help="what the edits do: type characters (default), comment the first import out and back in, "
+        "or paste a 6-line function at the end and delete it",
+    )
+    parser.add_argument(
         "--module-level",
         action="store_true",
         help="edit a script written at module level (top-level assignments and calls), not in functions",
@@ -530,13 +556,13 @@ def main():
     samples = {}
     if args.paired:
         print(f"benchmarking {len(args.server)} servers in turns ...", file=sys.stderr)
-        runs = latency(args.server, args.edits, how, args.anywhere, args.client, script)
+        runs = latency(args.server, args.edits, how, args.anywhere, args.client, script, args.edit)
         for command, (result, run_samples) in zip(args.server, runs):
             results[command]["latency"], samples[command] = result, run_samples
     for command in args.server:
         print(f"benchmarking {command} ...", file=sys.stderr)
         if args.only != "memory" and not args.paired:
-            [(result, run_samples)] = latency([command], args.edits, how, args.anywhere, args.client, script)
+            [(result, run_samples)] = latency([command], args.edits, how, args.anywhere, args.client, script, args.edit)
             results[command]["latency"], samples[command] = result, run_samples
         if args.only != "latency":
             results[command]["memory"] = memory(command, args.files)

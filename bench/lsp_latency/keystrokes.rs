@@ -302,7 +302,11 @@ fn main() {
             let fresh = lint(&current, &parse(&current, None), context, &settings);
             let describe =
                 |d: &[culint::diagnostic::Diagnostic]| d.iter().map(|d| format!("{d:?}")).collect::<Vec<_>>();
-            assert_eq!(describe(&diagnostics), describe(&fresh), "keystroke {n}: the lint of the reparsed tree differs");
+            assert_eq!(
+                describe(&diagnostics),
+                describe(&fresh),
+                "keystroke {n}: the lint of the reparsed tree differs"
+            );
         }
     }
     println!("{count} keystrokes, {published_bytes} bytes published on the last");

@@ -186,8 +186,8 @@ async function startServer(job, argv) {
 }
 
 /** Send one edit to one server; its latency as received and as decoded, in milliseconds. */
-async function keystroke({ connection, watch }, uri, version, [line, start, end, text]) {
-  const range = { start: { line, character: start }, end: { line, character: end } };
+async function keystroke({ connection, watch }, uri, version, [line, start, end, text, endLine]) {
+  const range = { start: { line, character: start }, end: { line: endLine ?? line, character: end } };
   const change = { textDocument: { uri, version }, contentChanges: [{ range, text }] };
   let sent;
   const arrived = await watch.expect(version, () => {

@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex, OnceLock, PoisonError};
 
+use rayon::prelude::*;
 use streaming_iterator::StreamingIterator;
 use tree_sitter::{Node, Query, QueryCursor, QueryMatch, Tree};
 
@@ -83,20 +84,63 @@ pub fn candidates_by_rule<'a>(text: &'a str, tree: &'a Tree, active: &[&'static 
     let queries = RuleQueries::of(active);
     let root = tree.root_node();
     let has_errors = root.has_error();
-    let mut cursor = QueryCursor::new();
-    let mut matches = cursor.matches(&queries.query, root, text.as_bytes());
-    while let Some(m) = matches.next() {
-        if let Some((slot, candidate)) = queries.candidate(m)
-            && !(has_errors && inside_error(candidate.node))
-        {
-            by_rule[slot].push(candidate);
-        }
+    // A query cursor's pass costs about twice a plain walk of the tree, a few milliseconds per
+    // thousand lines; a large file's pass is split at top-level statements between threads.
+    // Each match lies within one statement (a test checks that no pattern is rooted at the
+    // module), so each part finds the matches of its own statements.
+    let parts = split_at_statements(tree, text.len().div_ceil(SPLIT_ABOVE_BYTES).min(rayon::current_num_threads()));
+    let found: Vec<Vec<(usize, Candidate<'a>)>> = parts
+        .par_iter()
+        .map(|range| {
+            let mut found = Vec::new();
+            let mut cursor = QueryCursor::new();
+            cursor.set_byte_range(range.clone());
+            let mut matches = cursor.matches(&queries.query, root, text.as_bytes());
+            while let Some(m) = matches.next() {
+                if let Some((slot, candidate)) = queries.candidate(m)
+                    && range.contains(&candidate.node.start_byte())
+                    && !(has_errors && inside_error(candidate.node))
+                {
+                    found.push((slot, candidate));
+                }
+            }
+            found
+        })
+        .collect();
+    for (slot, candidate) in found.into_iter().flatten() {
+        by_rule[slot].push(candidate);
     }
     for candidates in &mut by_rule {
         // A stable sort, so matches of one node keep their order.
-        candidates.sort_by_cached_key(|candidate| (candidate.node.start_byte(), std::cmp::Reverse(candidate.node.end_byte())));
+        candidates.sort_by_cached_key(|candidate| {
+            (candidate.node.start_byte(), std::cmp::Reverse(candidate.node.end_byte()))
+        });
     }
     by_rule
+}
+
+/// A file this large or larger has its query pass split between threads, one part per this many
+/// bytes (at most one per thread): below it the pass takes about a millisecond.
+const SPLIT_ABOVE_BYTES: usize = 32 * 1024;
+
+/// The byte ranges of `parts` runs of consecutive top-level statements, of about equal size,
+/// which together cover the whole text.
+fn split_at_statements(tree: &Tree, parts: usize) -> Vec<std::ops::Range<usize>> {
+    let root = tree.root_node();
+    let end = root.end_byte().max(1);
+    if parts <= 1 {
+        return vec![0..usize::MAX];
+    }
+    let mut cursor = root.walk();
+    let mut bounds = vec![0];
+    for statement in root.children(&mut cursor) {
+        if statement.start_byte() * parts >= end * bounds.len() && statement.start_byte() > *bounds.last().unwrap_or(&0)
+        {
+            bounds.push(statement.start_byte());
+        }
+    }
+    bounds.push(usize::MAX);
+    bounds.windows(2).map(|pair| pair[0]..pair[1]).collect()
 }
 
 fn inside_error(node: Node<'_>) -> bool {
@@ -116,13 +160,48 @@ mod tests {
     use crate::parse::parse;
     use crate::rules::RULES;
 
+    fn compile_all() -> Query {
+        RuleQueries::compile(RULES).query
+    }
+
+    /// A large file's pass, split between threads, finds what one pass over the whole tree finds.
+    #[test]
+    fn a_pass_split_at_statements_finds_what_one_pass_finds() {
+        let text = crate::test_support::MODULE_LEVEL.repeat(120);
+        assert!(text.len() > 2 * SPLIT_ABOVE_BYTES);
+        let tree = parse(&text, None);
+        let every: Vec<&'static Rule> = RULES.to_vec();
+        let queries = RuleQueries::of(&every);
+        let mut cursor = QueryCursor::new();
+        let mut whole = Vec::new();
+        let mut matches = cursor.matches(&queries.query, tree.root_node(), text.as_bytes());
+        while let Some(m) = matches.next() {
+            whole.extend(queries.candidate(m));
+        }
+        let split = candidates_by_rule(&text, &tree, &every);
+        for (slot, found) in split.iter().enumerate() {
+            let mut one_pass: Vec<Candidate<'_>> = whole
+                .iter()
+                .filter(|(s, _)| *s == slot)
+                .map(|(_, c)| Candidate { node: c.node, captures: c.captures.clone() })
+                .collect();
+            one_pass.sort_by_cached_key(|c| (c.node.start_byte(), std::cmp::Reverse(c.node.end_byte())));
+            assert_eq!(plain(found), plain(&one_pass), "{}", every[slot].code);
+        }
+        assert_eq!(split_at_statements(&tree, 2).len(), 2);
+        assert!(split.iter().map(Vec::len).sum::<usize>() > 1000);
+    }
+
     /// A candidate as plain data: kind and range of the `@violation` and of each capture.
     fn plain(candidates: &[Candidate<'_>]) -> Vec<Vec<(String, u16, std::ops::Range<usize>)>> {
         candidates
             .iter()
             .map(|c| {
-                let mut captures: Vec<_> =
-                    c.captures.iter().map(|(name, node)| ((*name).to_owned(), node.kind_id(), node.byte_range())).collect();
+                let mut captures: Vec<_> = c
+                    .captures
+                    .iter()
+                    .map(|(name, node)| ((*name).to_owned(), node.kind_id(), node.byte_range()))
+                    .collect();
                 captures.insert(0, ("@".to_owned(), c.node.kind_id(), c.node.byte_range()));
                 captures
             })
@@ -146,6 +225,47 @@ mod tests {
             }
         }
         assert!(found > 500, "only {found} candidates");
+    }
+
+    /// The pass is split between threads at top-level statements, which is exact only if no
+    /// match can reach outside its top-level statement: no pattern may be rooted at the module,
+    /// or at a wildcard that could stand for it.
+    #[test]
+    fn no_pattern_is_rooted_at_the_module() {
+        let query = compile_all();
+        let source: String = RULES.iter().map(|rule| format!("{}\n", rule.query)).collect();
+        for pattern in 0..query.pattern_count() {
+            let start = query.start_byte_for_pattern(pattern);
+            for root in root_kinds(&source[start..]) {
+                assert!(root != "module" && root != "_", "pattern at byte {start} is rooted at `{root}`");
+            }
+        }
+    }
+
+    /// The node kinds a pattern's root can be: its first node, or each alternative's.
+    fn root_kinds(pattern: &str) -> Vec<&str> {
+        let word = |s: &str| -> usize { s.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(s.len()) };
+        let pattern = pattern.trim_start();
+        if let Some(alternatives) = pattern.strip_prefix('[') {
+            let mut kinds = Vec::new();
+            let mut depth = 0;
+            for (i, c) in alternatives.char_indices() {
+                match c {
+                    '(' if depth == 0 => {
+                        let rest = &alternatives[i + 1..];
+                        kinds.push(&rest[..word(rest)]);
+                        depth += 1;
+                    }
+                    '(' | '[' => depth += 1,
+                    ')' | ']' if depth == 0 => break,
+                    ')' | ']' => depth -= 1,
+                    _ => {}
+                }
+            }
+            return kinds;
+        }
+        let rest = pattern.strip_prefix('(').unwrap_or(pattern);
+        vec![&rest[..word(rest)]]
     }
 
     /// No rule, no query to compile (it would capture no `@violation`).

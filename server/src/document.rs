@@ -33,13 +33,7 @@ pub struct Document {
 impl Document {
     pub fn new(text: &str, version: i32) -> Self {
         let tree = Some(parse(text, None));
-        Self {
-            rope: Rope::from_str(text),
-            text: Arc::new(text.to_owned()),
-            tree,
-            reparse_pending: false,
-            version,
-        }
+        Self { rope: Rope::from_str(text), text: Arc::new(text.to_owned()), tree, reparse_pending: false, version }
     }
 
     /// A document whose tree is parsed on first use.

@@ -5,15 +5,15 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use tree_sitter::Tree;
 
-pub use crate::candidates::compile_query;
 use crate::candidates::candidates_by_rule;
+pub use crate::candidates::compile_query;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::fix::{Applicability, Fix, apply_fixes};
 use crate::hardware::HardwareFacts;
 use crate::parse::parse;
 use crate::prefilter::{self, PresentTokens};
-use crate::rules::{RULES, Rule};
 pub use crate::rules::Checker;
+use crate::rules::{RULES, Rule};
 pub use crate::semantic::LintContext;
 use crate::semantic::Model;
 use crate::suppression::{Suppressions, selector_matches};

@@ -2,7 +2,6 @@
 
 use std::path::{Path, PathBuf};
 
-
 /// A training run written at module level: nearly every statement starts with a name.
 pub const MODULE_LEVEL: &str = r#"import os
 import torch

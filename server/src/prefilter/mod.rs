@@ -18,10 +18,10 @@ use std::sync::LazyLock;
 
 use memchr::memmem::Finder;
 
-use crate::rules::{RULES, Rule};
 pub use crate::rules::Prefilter;
-pub use crate::text::{is_ascii_name_byte, is_name_byte, is_name_char, starts_like_a_name};
+use crate::rules::{RULES, Rule};
 use crate::text::line_start;
+pub use crate::text::{is_ascii_name_byte, is_name_byte, is_name_char, starts_like_a_name};
 
 pub use code_view::code_view;
 

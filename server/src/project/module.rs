@@ -11,8 +11,8 @@ use tree_sitter::{Node, Tree};
 
 use super::ProjectIndex;
 use crate::grammar_ids::FieldChild;
-use crate::semantic::LintContext;
 use crate::parse::parse;
+use crate::semantic::LintContext;
 use crate::semantic::imports::Imports;
 use crate::semantic::{FunctionSummary, Model, ast};
 

@@ -2,12 +2,12 @@
 
 use tree_sitter::Node;
 
+use super::Checker;
 use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
 use crate::cuda_env::alloc_conf;
 use crate::diagnostic::Severity;
 use crate::fix::{Applicability, Edit, Fix};
 use crate::grammar_ids::FieldChild;
-use super::Checker;
 use crate::semantic::environ::EnvSetting;
 use crate::semantic::{Model, ast};
 use crate::text::{TextRange, line_ending};

@@ -29,7 +29,8 @@ impl<'m, 'a> Checker<'m, 'a> {
         rule: &'static Rule,
         candidates: &[Candidate<'a>],
     ) -> Vec<Diagnostic> {
-        let mut checker = Checker { model, hardware, rule, diagnostics: Vec::new(), memo: foldhash::HashMap::default() };
+        let mut checker =
+            Checker { model, hardware, rule, diagnostics: Vec::new(), memo: foldhash::HashMap::default() };
         candidates.iter().for_each(|candidate| (rule.check)(&mut checker, candidate));
         checker.diagnostics
     }

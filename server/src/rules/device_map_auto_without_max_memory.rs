@@ -2,11 +2,11 @@
 
 use tree_sitter::Node;
 
+use super::Checker;
 use super::{Candidate, FixAvailability, Prefilter, Rule};
 use crate::diagnostic::Severity;
 use crate::fix::{Edit, Fix};
 use crate::hardware::HardwareFacts;
-use super::Checker;
 use crate::semantic::{Model, ast};
 
 pub const RULE: Rule = Rule {

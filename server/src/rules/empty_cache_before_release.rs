@@ -2,10 +2,10 @@
 
 use tree_sitter::Node;
 
+use super::Checker;
 use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
 use crate::diagnostic::Severity;
 use crate::fix::Fix;
-use super::Checker;
 use crate::semantic::training::mentions;
 use crate::semantic::{Model, ast, names};
 use crate::text::indentation_at;

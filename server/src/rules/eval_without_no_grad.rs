@@ -2,11 +2,11 @@
 
 use tree_sitter::Node;
 
+use super::Checker;
 use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
 use crate::diagnostic::Severity;
 use crate::fix::{Edit, Fix};
 use crate::grammar_ids::FieldChild;
-use super::Checker;
 use crate::prefilter::{self, Enclosing};
 use crate::semantic::{CallTarget, Model, ast, is_eval_function_name};
 use crate::text::{TextRange, indentation_at, line_ending, line_start};

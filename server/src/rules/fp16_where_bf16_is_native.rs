@@ -2,11 +2,11 @@
 
 use tree_sitter::Node;
 
+use super::Checker;
 use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
 use crate::diagnostic::Severity;
 use crate::fix::{Edit, Fix};
 use crate::grammar_ids::FieldChild;
-use super::Checker;
 use crate::semantic::{Model, ast, names};
 use crate::text::TextRange;
 

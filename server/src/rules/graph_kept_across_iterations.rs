@@ -2,11 +2,11 @@
 
 use tree_sitter::Node;
 
+use super::Checker;
 use super::{Candidate, FixAvailability, Prefilter, Rule};
 use crate::diagnostic::Severity;
 use crate::fix::{Edit, Fix};
 use crate::grammar_ids::FieldChild;
-use super::Checker;
 use crate::prefilter::STEP_TOKENS;
 use crate::semantic::training::mentions;
 use crate::semantic::{CallTarget, Model, ast};

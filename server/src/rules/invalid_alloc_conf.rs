@@ -2,11 +2,11 @@
 
 use tree_sitter::Node;
 
+use super::Checker;
 use super::alloc_conf_after_cuda_init::ALLOC_CONF_VARIABLES;
 use super::{Candidate, FixAvailability, Prefilter, Rule};
 use crate::cuda_env::alloc_conf;
 use crate::diagnostic::Severity;
-use super::Checker;
 use crate::semantic::ast;
 use crate::text::TextRange;
 

@@ -5,11 +5,11 @@ use std::sync::LazyLock;
 use regex::Regex;
 use tree_sitter::Node;
 
+use super::Checker;
 use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
 use crate::diagnostic::Severity;
 use crate::fix::{Edit, Fix};
 use crate::grammar_ids::FieldChild;
-use super::Checker;
 use crate::semantic::{CallTarget, Model, ast, names};
 use crate::text::{TextRange, indentation_at};
 

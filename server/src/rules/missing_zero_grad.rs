@@ -2,10 +2,10 @@
 
 use tree_sitter::Node;
 
+use super::Checker;
 use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
 use crate::diagnostic::Severity;
 use crate::fix::Fix;
-use super::Checker;
 use crate::prefilter::STEP_TOKENS;
 use crate::semantic::training::same_or_nested;
 use crate::semantic::{CallTarget, Model, ast};

@@ -29,8 +29,8 @@ mod zero_grad_keeps_buffers;
 use smallvec::SmallVec;
 use tree_sitter::Node;
 
-pub use checker::Checker;
 use crate::diagnostic::Severity;
+pub use checker::Checker;
 
 /// What a text must contain for a rule to possibly fire (see [`crate::prefilter`]): files that no
 /// rule admits are never parsed.

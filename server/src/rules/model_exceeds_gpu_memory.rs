@@ -6,10 +6,10 @@ use regex::Regex;
 use serde::Deserialize;
 use tree_sitter::Node;
 
+use super::Checker;
 use super::{Candidate, FixAvailability, Prefilter, Rule};
 use crate::diagnostic::Severity;
 use crate::grammar_ids::FieldChild;
-use super::Checker;
 use crate::probe::format::bytes;
 use crate::semantic::{Model, ast};
 

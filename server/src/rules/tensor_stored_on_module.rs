@@ -4,11 +4,11 @@ use std::cell::Cell;
 
 use tree_sitter::Node;
 
+use super::Checker;
 use super::{Candidate, FixAvailability, Prefilter, Rule};
 use crate::diagnostic::Severity;
 use crate::fix::{Edit, Fix};
 use crate::grammar_ids::FieldChild;
-use super::Checker;
 use crate::prefilter::{self, Enclosing};
 use crate::semantic::{CallTarget, Model, ast};
 use crate::text::line_start;

@@ -2,11 +2,11 @@
 
 use tree_sitter::Node;
 
+use super::Checker;
 use super::{Candidate, FixAvailability, Prefilter, Rule};
 use crate::diagnostic::Severity;
 use crate::fix::{Applicability, Edit, Fix};
 use crate::grammar_ids::FieldChild;
-use super::Checker;
 use crate::prefilter;
 use crate::semantic::{Model, ast, names};
 

@@ -2,11 +2,11 @@
 
 use tree_sitter::Node;
 
+use super::Checker;
 use super::{Candidate, FixAvailability, Prefilter, Rule};
 use crate::cuda_env::cublas_workspace;
 use crate::cuda_env::env_vars::{self, Format, Lookup};
 use crate::diagnostic::Severity;
-use super::Checker;
 use crate::semantic::environ::EnvSetting;
 use crate::semantic::{Model, ast};
 

@@ -4,11 +4,11 @@ use std::collections::HashSet;
 
 use tree_sitter::Node;
 
+use super::Checker;
 use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
 use crate::diagnostic::Severity;
 use crate::fix::Fix;
 use crate::grammar_ids::FieldChild;
-use super::Checker;
 use crate::semantic::training::mentions;
 use crate::semantic::{CallTarget, Model, ast};
 
