@@ -475,8 +475,35 @@ mod tests {
         assert_eq!(f.allocated, bytes("2.93", "GiB"));
         assert_eq!(f.allowed, Some(3 * GIB));
         let analysis = analyse(f, Lang::En);
-        assert_eq!(analysis.diagnosis, Diagnosis::GenuineShortage);
+        assert_eq!(analysis.diagnosis, Diagnosis::MemoryFraction);
         assert!(analysis.reasons.last().unwrap().contains("exceed the cap of 3.00 GiB"), "{:?}", analysis.reasons);
+    }
+
+    #[test]
+    fn parses_the_cap_of_the_sentence_format() {
+        let f = parse("Tried to allocate 6.00 GiB. GPU 0 has a total capacity of 139.80 GiB of which 129.29 GiB is free. Including non-PyTorch memory, this process has 10.51 GiB memory in use. 13.98 GiB allowed; Of the allocated memory 10.00 GiB is allocated by PyTorch, and 0 bytes is reserved by PyTorch but unallocated.").unwrap();
+        assert_eq!(f.allowed, Some(bytes("13.98", "GiB")));
+        assert_eq!(analyse(f, Lang::En).diagnosis, Diagnosis::MemoryFraction);
+    }
+
+    #[test]
+    fn a_cache_covering_the_request_is_fragmentation_whatever_its_share() {
+        // 250 MiB requested, 3.87 GiB cached on an 80 GiB GPU: under 5% of it, still no block fitted.
+        let f = OomFigures {
+            format: OomFormat::Sentences,
+            gpu: Some(0),
+            requested: 250 * MIB,
+            total: 80 * GIB,
+            free: 100 * MIB,
+            allocated: 75 * GIB,
+            reserved: 75 * GIB + bytes("3.87", "GiB"),
+            this_process: Some(79 * GIB),
+            allowed: None,
+            processes: Vec::new(),
+        };
+        let analysis = analyse(f, Lang::En);
+        assert_eq!(analysis.diagnosis, Diagnosis::Fragmentation);
+        assert!(analysis.reasons.last().unwrap().contains("the GPU is also nearly full"), "{:?}", analysis.reasons);
     }
 
     #[test]
