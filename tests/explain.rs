@@ -495,3 +495,16 @@ fn cublas_status_numbers_map_to_their_names() {
     // A status of another number is not a known status.
     assert!(explain("cuBLAS API failed with status 150", builtin(), &ExplainOptions::default()).is_empty());
 }
+
+#[test]
+fn json_carries_the_first_failure_and_the_notes() {
+    let json = gpu_report("gloo_child_failed.log", None).to_json();
+    assert_eq!(json["first_failure"]["rank"], "rank1");
+    assert_eq!(json["first_failure"]["entry"], "cuda/device-mismatch");
+    assert_eq!(json["first_failure"]["from_summary"], true);
+    assert_eq!(json["first_failure"]["followers"], serde_json::json!(["rank0", "rank2"]));
+    let child = json["findings"].as_array().unwrap().iter().find(|f| f["id"] == "distributed/child-failed").unwrap();
+    assert!(child["notes"][0].as_str().unwrap().starts_with("root cause (first observed failure): rank 1"));
+    let single = explain("RuntimeError: CUDA error: misaligned address", builtin(), &ExplainOptions::default());
+    assert!(single.to_json()["first_failure"].is_null(), "a single process has no first rank");
+}
