@@ -3,8 +3,10 @@
 //! [`explain`] finds every error the knowledge base knows in a text, however long and noisy:
 //! multi-rank output is regrouped per rank first ([`streams`]), repeats across ranks are merged
 //! into one finding that names the ranks, out-of-memory messages are read for their figures and
-//! matched to the entry they point to ([`oom`]), and the user's own files in the tracebacks are
-//! linted for likely causes ([`traceback`]).
+//! matched to the entry they point to ([`oom`]), multi-rank logs are read for the collective each
+//! rank timed out in and for torchrun's root cause, so the report can say which rank failed first
+//! ([`distributed`]), and the user's own files in the tracebacks are linted for likely causes
+//! ([`traceback`]).
 //!
 //! # Stable API (used by the language server)
 //!
@@ -236,7 +238,9 @@ pub fn explain<'b>(text: &str, base: &'b Base, options: &ExplainOptions) -> Repo
         }
     }
 
-    let summary = streams.iter().find_map(|stream| {
+    // torchrun's summary is read only when an error line reports a failed worker.
+    let reports_failure = findings.iter().any(|f| f.occurrences.iter().any(|o| reports_worker_failure(&o.message)));
+    let summary = streams.iter().filter(|_| reports_failure).find_map(|stream| {
         let lines: Vec<&str> = (0..stream.line_count()).map(|index| stream.line(index)).collect();
         distributed::torchrun_summary(&lines)
     });
