@@ -331,7 +331,7 @@ pub fn summary_notes(summary: &TorchrunSummary, lang: Lang) -> Vec<String> {
         let meaning = code.map(|code| exit_meaning(code, lang)).unwrap_or_default();
         let code = code.map_or_else(|| "?".to_owned(), |code| code.to_string());
         notes.push(if zh {
-            format!("同时失败：{}，退出码 {code}（{meaning}）", workers.join("，"))
+            format!("同时失败：{}；退出码 {code}（{meaning}）", workers.join("、"))
         } else {
             format!("also failed: {}, exit code {code} ({meaning})", workers.join(", "))
         });
