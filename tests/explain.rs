@@ -52,11 +52,13 @@ fn old_format_with_reserved_far_above_allocated_is_fragmentation() {
 }
 
 #[test]
-fn old_format_with_everything_allocated_is_a_genuine_shortage() {
+fn a_small_cache_covering_the_request_is_fragmentation_on_a_nearly_full_gpu() {
     let report = report("oom_old_genuine.log");
     let finding = only(&report);
-    assert_eq!(finding.entry.id, "cuda/oom-genuine");
+    // 122.9 MiB cached against a 20 MiB request: no cached block fitted, whatever its share.
+    assert_eq!(finding.entry.id, "cuda/oom-fragmentation");
     let oom = finding.oom.as_ref().unwrap();
+    assert!(oom.reasons.iter().any(|r| r.contains("the GPU is also nearly full")), "{:?}", oom.reasons);
     assert_eq!(oom.figures.requested, 20 * MIB);
     assert_eq!(oom.figures.free, size(3.44, MIB));
     // 15.78 − 0.0034 − 14.68 ≈ 1.1 GiB outside PyTorch: this process's own context, not a culprit.
@@ -81,7 +83,7 @@ fn oldest_format_counts_cached_on_top_of_allocated() {
     let oom = only(&report).oom.as_ref().unwrap();
     assert_eq!(oom.figures.requested, 1024 * KIB);
     assert_eq!(oom.figures.reserved, size(10.90, GIB) + size(30.96, MIB));
-    assert_eq!(oom.diagnosis, Diagnosis::GenuineShortage);
+    assert_eq!(oom.diagnosis, Diagnosis::Fragmentation);
 }
 
 #[test]
@@ -137,20 +139,32 @@ fn new_format_other_processes() {
 }
 
 #[test]
-fn oom_without_figures_defaults_to_shortage_and_says_so() {
+fn oom_without_figures_is_outside_the_allocator_and_says_so() {
     let report = report("oom_no_figures.log");
     let finding = only(&report);
-    assert_eq!(finding.entry.id, "cuda/oom-genuine");
+    assert_eq!(finding.entry.id, "cuda/oom-outside-allocator");
     assert!(finding.undetermined && finding.oom.is_none());
     let markdown = report.to_markdown();
-    assert!(markdown.contains("no memory figures"), "{markdown}");
+    assert!(markdown.contains("no memory figures") && markdown.contains("other processes hold the GPU"), "{markdown}");
+}
+
+#[test]
+fn an_allocator_message_cut_before_its_figures_stays_this_processs_shortage() {
+    let report = explain(
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.64 GiB of which 1.12 GiB is free.",
+        builtin(),
+        &ExplainOptions::default(),
+    );
+    let finding = only(&report);
+    assert_eq!(finding.entry.id, "cuda/oom-genuine");
+    assert!(report.to_text(false).contains("figures are cut off"));
 }
 
 #[test]
 fn torchrun_ranks_are_merged_into_one_finding() {
     let report = report("torchrun_cublas_alloc_failed.log");
-    let finding = only(&report);
-    assert_eq!(finding.entry.id, "cublas/alloc-failed");
+    assert_eq!(ids(&report), ["cublas/alloc-failed", "distributed/child-failed"]);
+    let finding = &report.findings[0];
     assert_eq!(finding.occurrences.len(), 4);
     assert_eq!(finding.ranks, ["rank0", "rank1", "rank2", "rank3"]);
     assert_eq!(finding.call_sites, ["cublasCreate"]);
@@ -290,7 +304,7 @@ fn json_carries_occurrences_figures_and_localized_fields() {
 fn colour_only_when_asked() {
     let report = report("oom_old_genuine.log");
     assert!(!report.to_text(false).contains('\u{1b}'));
-    assert!(report.to_text(true).contains("\u{1b}[1;31m[cuda/oom-genuine]"));
+    assert!(report.to_text(true).contains("\u{1b}[1;31m[cuda/oom-fragmentation]"));
 }
 
 #[test]
@@ -319,4 +333,178 @@ fn cudnn_errors_name_their_status() {
     let finding = only(&report);
     assert_eq!(finding.entry.id, "cudnn/status-error");
     assert_eq!(finding.details, ["CUDNN_STATUS_INTERNAL_ERROR", "CUDNN_STATUS_NOT_SUPPORTED"]);
+}
+
+// The logs of tests/fixtures/explain/gpu/ were produced on an H200 by bench/explain_errors/run.sh.
+
+fn gpu_report(name: &str, lint_root: Option<PathBuf>) -> Report<'static> {
+    let options = ExplainOptions { lang: Lang::En, lint_root };
+    explain(&fixture(&format!("gpu/{name}")), builtin(), &options)
+}
+
+fn bench_root() -> Option<PathBuf> {
+    Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("bench"))
+}
+
+#[test]
+fn two_ranks_on_one_gpu_are_a_duplicate_gpu_that_points_to_cul101() {
+    let report = gpu_report("nccl_duplicate_gpu.log", bench_root());
+    assert_eq!(ids(&report), ["nccl/invalid-usage", "distributed/child-failed"]);
+    let finding = &report.findings[0];
+    assert_eq!(finding.ranks, ["rank0", "rank1"]);
+    assert_eq!(
+        finding.details,
+        ["Duplicate GPU detected : rank 1 and rank 0", "Duplicate GPU detected : rank 0 and rank 1"]
+    );
+    let first = report.first_failure.as_ref().unwrap();
+    assert_eq!((first.rank.as_str(), first.from_summary, first.exit_code), ("rank0", true, Some(1)));
+    assert_eq!(first.also_failed, ["rank1"]);
+    // The traceback's script resolves by suffix under bench/, and CUL101 is found in it.
+    assert!(finding.local_frames.iter().any(|f| f.path == "explain_errors/dup_gpu.py" && f.line == 14));
+    if culint::rules::by_code("CUL101").is_some() {
+        assert!(
+            finding.likely_causes.iter().any(|c| c.code == "CUL101" && c.path == "explain_errors/dup_gpu.py"),
+            "{:?}",
+            finding.likely_causes
+        );
+    }
+}
+
+#[test]
+fn the_rank_that_failed_first_is_named_and_the_others_only_followed() {
+    let report = gpu_report("gloo_child_failed.log", None);
+    assert_eq!(ids(&report), ["cuda/device-mismatch", "distributed/peer-lost", "distributed/child-failed"]);
+    assert_eq!(report.findings[0].ranks, ["rank1"]);
+    assert_eq!(report.findings[0].details, ["mat1 is on cpu"]);
+    assert_eq!(report.findings[1].ranks, ["rank0", "rank2"]);
+    let first = report.first_failure.as_ref().unwrap();
+    assert_eq!(first.rank, "rank1");
+    assert_eq!(first.entry.as_deref(), Some("cuda/device-mismatch"));
+    assert_eq!(first.followers, ["rank0", "rank2"]);
+    assert!(first.also_failed.is_empty());
+    let notes = &report.findings[2].notes;
+    assert!(
+        notes[0].contains("root cause (first observed failure): rank 1 (local rank 1) on localhost, exit code 1"),
+        "{notes:?}"
+    );
+    assert!(notes[1].contains("exit code -15 (SIGTERM"), "{notes:?}");
+    let text = report.to_text(false);
+    assert!(
+        text.starts_with("Which rank failed first: rank1: cuda/device-mismatch, line 21 (torchrun's root cause, exit code 1); only followed: rank0, rank2"),
+        "{text}"
+    );
+    let zh =
+        explain(&fixture("gpu/gloo_child_failed.log"), builtin(), &ExplainOptions { lang: Lang::Zh, lint_root: None });
+    assert!(zh.to_markdown().contains("**最先失败的进程**：rank1——cuda/device-mismatch"), "{}", zh.to_markdown());
+}
+
+#[test]
+fn an_oom_on_one_rank_comes_first_under_agent_tags() {
+    let report = gpu_report("gloo_child_failed_oom_tee.log", None);
+    assert_eq!(report.findings[0].entry.id, "cuda/oom-genuine");
+    assert_eq!(report.findings[0].ranks, ["rank1"]);
+    let first = report.first_failure.as_ref().unwrap();
+    assert_eq!((first.rank.as_str(), first.followers.clone()), ("rank1", vec!["rank0".to_owned(), "rank2".to_owned()]));
+}
+
+#[test]
+fn a_watchdog_timeout_names_the_collective_and_the_abort() {
+    let report = gpu_report("nccl_watchdog_timeout.log", None);
+    assert_eq!(ids(&report), ["nccl/watchdog-timeout", "distributed/child-failed"]);
+    assert_eq!(report.findings[0].notes, ["rank 0 timed out in ALLREDUCE, SeqNum 2"]);
+    assert!(report.findings[1].notes[0].contains("exit code -6 (SIGABRT"), "{:?}", report.findings[1].notes);
+    let first = report.first_failure.as_ref().unwrap();
+    assert_eq!((first.rank.as_str(), first.entry.as_deref()), ("rank0", Some("nccl/watchdog-timeout")));
+}
+
+#[test]
+fn ranks_at_different_collectives_are_called_out() {
+    let log = "[rank7]:[E816 01:45:40.183009389 ProcessGroupNCCL.cpp:607] [Rank 7] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=80078, OpType=BROADCAST, NumelIn=5056, NumelOut=5056, Timeout(ms)=600000) ran for 600026 milliseconds before timing out.\n[rank3]:[E816 01:45:40.212150935 ProcessGroupNCCL.cpp:607] [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=80078, OpType=ALLREDUCE, NumelIn=2106881, NumelOut=2106881, Timeout(ms)=600000) ran for 600013 milliseconds before timing out.\n";
+    let report = explain(log, builtin(), &ExplainOptions::default());
+    let notes = &only(&report).notes;
+    assert!(notes.contains(&"rank 3 timed out in ALLREDUCE, SeqNum 80078".to_owned()), "{notes:?}");
+    assert!(notes.contains(&"rank 7 timed out in BROADCAST, SeqNum 80078".to_owned()), "{notes:?}");
+    assert!(notes.iter().any(|n| n.contains("did not issue the same sequence of collectives")), "{notes:?}");
+    // Only timeouts, all relaying something else: no rank is named as the first to fail.
+    assert!(report.first_failure.is_none());
+}
+
+#[test]
+fn out_of_memory_texts_from_the_gpu_get_their_diagnosis() {
+    for (file, id) in [
+        ("oom_memory_fraction.log", "cuda/oom-memory-fraction"),
+        ("oom_fragmentation.log", "cuda/oom-fragmentation"),
+        ("oom_other_process_late.log", "cuda/oom-other-processes"),
+        ("oom_too_large.log", "cuda/oom-genuine"),
+        ("oom_context_creation_conv.log", "cuda/oom-outside-allocator"),
+    ] {
+        assert_eq!(ids(&gpu_report(file, None)), [id], "{file}");
+    }
+    let report = gpu_report("oom_memory_fraction.log", None);
+    let oom = only(&report).oom.as_ref().unwrap();
+    assert_eq!(oom.diagnosis, Diagnosis::MemoryFraction);
+    assert_eq!(oom.figures.allowed, Some(size(13.98, GIB)));
+    assert!(oom.reasons.last().unwrap().contains("exceed the cap of 13.98 GiB"), "{:?}", oom.reasons);
+    let report = gpu_report("oom_other_process_late.log", None);
+    let oom = only(&report).oom.as_ref().unwrap();
+    assert_eq!(oom.other_memory, OtherMemory::Listed { bytes: size(139.19, GIB) });
+}
+
+#[test]
+fn private_pool_figures_are_read() {
+    let report = explain(
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 546.00 MiB. GPU 0 has a total capacity of 15.77 GiB of which 514.19 MiB is free. Process 562167 has 15.25 GiB memory in use. Of the allocated memory 13.73 GiB is allocated by PyTorch, with 46.00 MiB allocated in private pools (e.g., CUDA Graphs), and 736.86 MiB is reserved by PyTorch but unallocated.",
+        builtin(),
+        &ExplainOptions::default(),
+    );
+    let oom = only(&report).oom.as_ref().unwrap();
+    assert_eq!(oom.figures.unallocated_reserved(), size(736.86, MIB));
+    assert_eq!(oom.diagnosis, Diagnosis::Fragmentation);
+}
+
+#[test]
+fn a_device_mismatch_shows_where_the_script_places_modules_and_tensors() {
+    let report = gpu_report("device_mismatch_linear.log", bench_root());
+    let finding = only(&report);
+    assert_eq!(finding.entry.id, "cuda/device-mismatch");
+    let lines: Vec<(usize, &str)> = finding.placements.iter().map(|p| (p.line, p.source.as_str())).collect();
+    assert!(lines.contains(&(13, "model.to(device)")), "{lines:?}");
+    assert!(report.to_text(false).contains("Where your code places modules and tensors"));
+}
+
+#[test]
+fn kernel_address_errors_have_their_own_entries() {
+    assert_eq!(ids(&gpu_report("misaligned_address.log", None)), ["cuda/misaligned-address"]);
+    let report = explain(
+        "Cuda failure: operation not supported on global/shared address space at line 286 in file pointpillar.cpp error status: 717",
+        builtin(),
+        &ExplainOptions::default(),
+    );
+    assert_eq!(ids(&report), ["cuda/invalid-address-space"]);
+}
+
+#[test]
+fn cublas_status_numbers_map_to_their_names() {
+    for (text, id) in [
+        ("cuBLAS API failed with status 15", "cublas/not-supported"),
+        ("[error] CuBLAS error 15", "cublas/not-supported"),
+        ("cublasLt API failed with status 7", "cublas/invalid-value"),
+    ] {
+        assert_eq!(ids(&explain(text, builtin(), &ExplainOptions::default())), [id], "{text}");
+    }
+    // A status of another number is not a known status.
+    assert!(explain("cuBLAS API failed with status 150", builtin(), &ExplainOptions::default()).is_empty());
+}
+
+#[test]
+fn json_carries_the_first_failure_and_the_notes() {
+    let json = gpu_report("gloo_child_failed.log", None).to_json();
+    assert_eq!(json["first_failure"]["rank"], "rank1");
+    assert_eq!(json["first_failure"]["entry"], "cuda/device-mismatch");
+    assert_eq!(json["first_failure"]["from_summary"], true);
+    assert_eq!(json["first_failure"]["followers"], serde_json::json!(["rank0", "rank2"]));
+    let child = json["findings"].as_array().unwrap().iter().find(|f| f["id"] == "distributed/child-failed").unwrap();
+    assert!(child["notes"][0].as_str().unwrap().starts_with("root cause (first observed failure): rank 1"));
+    let single = explain("RuntimeError: CUDA error: misaligned address", builtin(), &ExplainOptions::default());
+    assert!(single.to_json()["first_failure"].is_null(), "a single process has no first rank");
 }

@@ -85,6 +85,19 @@ fn the_required_errors_are_covered() {
         "cudnn/status-error",
         "nccl/unhandled-cuda-error",
         "cuda/not-available",
+        "cuda/oom-memory-fraction",
+        "cuda/oom-outside-allocator",
+        "cuda/devices-unavailable",
+        "cuda/device-mismatch",
+        "cuda/misaligned-address",
+        "cuda/invalid-address-space",
+        "nccl/watchdog-timeout",
+        "nccl/invalid-usage",
+        "nccl/system-error",
+        "nccl/internal-error",
+        "distributed/peer-lost",
+        "distributed/child-failed",
+        "distributed/store-timeout",
     ] {
         assert!(builtin().entry(id).is_some(), "missing entry {id}");
     }
@@ -113,7 +126,13 @@ fn every_example_is_explained_as_its_entry() {
             let report = explain(example, builtin(), &ExplainOptions::default());
             let ids: Vec<&str> = report.findings.iter().map(|f| f.entry.id.as_str()).collect();
             let expected_group: Vec<&str> = if entry.matching.diagnosis.is_some() {
-                vec!["cuda/oom-genuine", "cuda/oom-fragmentation", "cuda/oom-other-processes"]
+                vec![
+                    "cuda/oom-genuine",
+                    "cuda/oom-fragmentation",
+                    "cuda/oom-other-processes",
+                    "cuda/oom-memory-fraction",
+                    "cuda/oom-outside-allocator",
+                ]
             } else {
                 vec![entry.id.as_str()]
             };

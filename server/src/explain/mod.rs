@@ -3,8 +3,10 @@
 //! [`explain`] finds every error the knowledge base knows in a text, however long and noisy:
 //! multi-rank output is regrouped per rank first ([`streams`]), repeats across ranks are merged
 //! into one finding that names the ranks, out-of-memory messages are read for their figures and
-//! matched to the entry they point to ([`oom`]), and the user's own files in the tracebacks are
-//! linted for likely causes ([`traceback`]).
+//! matched to the entry they point to ([`oom`]), multi-rank logs are read for the collective each
+//! rank timed out in and for torchrun's root cause, so the report can say which rank failed first
+//! ([`distributed`]), and the user's own files in the tracebacks are linted for likely causes
+//! ([`traceback`]).
 //!
 //! # Stable API (used by the language server)
 //!
@@ -13,6 +15,7 @@
 //! - [`explain`]`(text, &base, &options) -> Report` and [`Report::to_markdown`],
 //!   [`Report::to_text`], [`Report::to_json`].
 
+pub mod distributed;
 pub mod oom;
 mod render;
 pub mod streams;
@@ -25,10 +28,10 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde::Serialize;
 
-use crate::knowledge::{Base, Diagnosis, Entry, Lang, builtin};
+use crate::knowledge::{Base, Culprits, Diagnosis, Entry, Lang, builtin};
 use oom::OomAnalysis;
 use streams::Stream;
-use traceback::{CodeFinding, Frame, LocalFrame};
+use traceback::{CodeFinding, Frame, LocalFrame, Placement};
 
 #[derive(Clone, Debug, Default)]
 pub struct ExplainOptions {
@@ -72,6 +75,29 @@ pub struct Finding<'b> {
     pub local_frames: Vec<LocalFrame>,
     /// Lint findings in those files near the frames, or of the entry's related rules.
     pub likely_causes: Vec<CodeFinding>,
+    /// Lines of those files that the entry's `culprits` points to, such as device placements.
+    pub placements: Vec<Placement>,
+    /// What the log says about this error beyond its lines, in the report's language: the
+    /// collective each rank timed out in, torchrun's root cause and exit codes.
+    pub notes: Vec<String>,
+}
+
+/// The rank that failed first in a multi-rank log, and what the other ranks did.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FirstFailure {
+    /// As the log names it (`rank1`), or `rank1` from torchrun's summary.
+    pub rank: String,
+    /// The id of the first error that rank reported, when the log holds one.
+    pub entry: Option<String>,
+    /// 1-based line of that error.
+    pub line: Option<usize>,
+    /// torchrun's `Root Cause (first observed failure)` named this rank.
+    pub from_summary: bool,
+    pub exit_code: Option<i32>,
+    /// Ranks whose only errors relay another rank's failure (a peer lost, a timeout).
+    pub followers: Vec<String>,
+    /// Other ranks with errors of their own.
+    pub also_failed: Vec<String>,
 }
 
 #[derive(Debug)]
@@ -81,6 +107,8 @@ pub struct Report<'b> {
     pub line_count: usize,
     /// In order of first appearance: the earliest error is usually the root cause.
     pub findings: Vec<Finding<'b>>,
+    /// Set for logs of several ranks, or with torchrun's failure summary.
+    pub first_failure: Option<FirstFailure>,
 }
 
 impl Report<'_> {
@@ -138,7 +166,7 @@ pub fn explain<'b>(text: &str, base: &'b Base, options: &ExplainOptions) -> Repo
             .or_insert_with(|| oom_analysis(&streams[hit.stream], hit.line, options.lang));
         match analysis {
             Some(analysis) => analysis.diagnosis == diagnosis,
-            None => diagnosis == Diagnosis::GenuineShortage,
+            None => diagnosis == figureless_diagnosis(streams[hit.stream].line(hit.line)),
         }
     });
     hits.sort_by_key(|hit| (streams[hit.stream].original_line(hit.line), hit.entry));
@@ -161,6 +189,8 @@ pub fn explain<'b>(text: &str, base: &'b Base, options: &ExplainOptions) -> Repo
                 frames: Vec::new(),
                 local_frames: Vec::new(),
                 likely_causes: Vec::new(),
+                placements: Vec::new(),
+                notes: Vec::new(),
             });
             findings.len() - 1
         });
@@ -208,17 +238,120 @@ pub fn explain<'b>(text: &str, base: &'b Base, options: &ExplainOptions) -> Repo
         }
     }
 
+    // torchrun's summary is read only when an error line reports a failed worker.
+    let reports_failure = findings.iter().any(|f| f.occurrences.iter().any(|o| reports_worker_failure(&o.message)));
+    let summary = streams.iter().filter(|_| reports_failure).find_map(|stream| {
+        let lines: Vec<&str> = (0..stream.line_count()).map(|index| stream.line(index)).collect();
+        distributed::torchrun_summary(&lines)
+    });
     for finding in &mut findings {
         streams::sort_ranks(&mut finding.ranks);
+        finding.notes = distributed::timeout_notes(&distributed::timeouts(&finding.occurrences), options.lang);
+        if let Some(summary) = &summary
+            && finding.occurrences.iter().any(|o| reports_worker_failure(&o.message))
+        {
+            finding.notes.extend(distributed::summary_notes(summary, options.lang));
+        }
         if let Some(root) = &options.lint_root {
             finding.local_frames = traceback::local_frames(&finding.frames, root);
             finding.likely_causes = traceback::likely_causes(&finding.local_frames, &finding.entry.related_rules);
+            if finding.entry.culprits == Some(Culprits::DevicePlacement) {
+                finding.placements = traceback::placements(&finding.local_frames);
+            }
         }
     }
+    let first_failure = first_failure(&findings, summary.as_ref());
     // Errors that relay another failure go last; the sort is stable, so first appearance
     // still orders each group.
     findings.sort_by_key(|finding| finding.entry.matching.secondary);
-    Report { lang: options.lang, line_count: text.lines().count(), findings }
+    Report { lang: options.lang, line_count: text.lines().count(), findings, first_failure }
+}
+
+/// What an out-of-memory line without readable figures points to. The caching allocator's own
+/// message (`CUDA out of memory. Tried to allocate ...`) always has them, so a cut-off one is
+/// still this process's allocation; `CUDA error: out of memory` comes from outside the allocator.
+fn figureless_diagnosis(line: &str) -> Diagnosis {
+    if line.contains("CUDA out of memory.") { Diagnosis::GenuineShortage } else { Diagnosis::OutsideAllocator }
+}
+
+/// torchrun's summary or its agent's line about a failed worker.
+fn reports_worker_failure(message: &str) -> bool {
+    message.contains("ChildFailedError") || message.contains("failed (exitcode:")
+}
+
+/// Which rank failed first: the one torchrun names as the root cause, or else the rank whose
+/// error that does not relay another appears earliest. `None` for single-process logs.
+fn first_failure(findings: &[Finding<'_>], summary: Option<&distributed::TorchrunSummary>) -> Option<FirstFailure> {
+    // Per rank, its errors in log order: (line, entry id, relays another error).
+    let mut by_rank: HashMap<&str, Vec<(usize, &str, bool)>> = HashMap::new();
+    for finding in findings {
+        for occurrence in &finding.occurrences {
+            if let Some(rank) = &occurrence.rank {
+                by_rank.entry(rank.as_str()).or_default().push((
+                    occurrence.line,
+                    finding.entry.id.as_str(),
+                    finding.entry.matching.secondary,
+                ));
+            }
+        }
+    }
+    for errors in by_rank.values_mut() {
+        errors.sort();
+    }
+    let root = summary.and_then(|summary| summary.root_cause.as_ref());
+    let named_by_summary = root.and_then(|root| match (root.rank, root.local_rank) {
+        (Some(rank), _) => Some(
+            by_rank
+                .keys()
+                .find(|name| distributed::global_rank(name) == Some(rank))
+                .map_or_else(|| format!("rank{rank}"), |name| (*name).to_owned()),
+        ),
+        // The agent's own line names only the local rank, which is the `defaultN` tag.
+        (None, Some(local)) => {
+            let tag = format!("default{local}");
+            by_rank.contains_key(tag.as_str()).then_some(tag)
+        }
+        (None, None) => None,
+    });
+    if named_by_summary.is_none() && by_rank.len() < 2 {
+        return None;
+    }
+    let rank = match named_by_summary.clone() {
+        Some(rank) => rank,
+        None => by_rank
+            .iter()
+            .filter_map(|(rank, errors)| {
+                errors.iter().find(|(_, _, relays)| !relays).map(|(line, _, _)| (*line, *rank))
+            })
+            .min()?
+            .1
+            .to_owned(),
+    };
+    let own = by_rank.get(rank.as_str());
+    let first = own.and_then(|errors| errors.iter().find(|(_, _, relays)| !relays).or_else(|| errors.first()));
+    let mut followers = Vec::new();
+    let mut also_failed = Vec::new();
+    for (name, errors) in &by_rank {
+        if *name == rank {
+            continue;
+        }
+        if errors.iter().all(|(_, _, relays)| *relays) {
+            followers.push((*name).to_owned());
+        } else {
+            also_failed.push((*name).to_owned());
+        }
+    }
+    streams::sort_ranks(&mut followers);
+    streams::sort_ranks(&mut also_failed);
+    Some(FirstFailure {
+        rank,
+        entry: first.map(|(_, id, _)| (*id).to_owned()),
+        line: first.map(|(line, _, _)| *line),
+        from_summary: named_by_summary.is_some(),
+        exit_code: if named_by_summary.is_some() { root.and_then(|root| root.exit_code) } else { None },
+        followers,
+        also_failed,
+    })
 }
 
 /// Lines after a match in which an entry's `detail` may appear ("Last error:" then the failure).
@@ -227,7 +360,11 @@ const DETAIL_LINES: usize = 3;
 fn find_detail(entry: &Entry, stream: &Stream, line: usize) -> Option<String> {
     let detail = entry.detail.as_ref()?;
     let last = (line + DETAIL_LINES).min(stream.line_count() - 1);
-    (line..=last).find_map(|index| detail.captures(stream.line(index)).map(|c| c[1].trim().to_owned()))
+    // A pattern may offer alternatives, each with its own group: the first that took part.
+    (line..=last).find_map(|index| {
+        let captures = detail.captures(stream.line(index))?;
+        captures.iter().skip(1).flatten().next().map(|m| m.as_str().trim().to_owned())
+    })
 }
 
 fn oom_analysis(stream: &Stream, line: usize, lang: Lang) -> Option<OomAnalysis> {

@@ -79,11 +79,14 @@ static OLD: LazyLock<Regex> = LazyLock::new(|| {
 });
 static NEW_TOTAL: LazyLock<Regex> =
     LazyLock::new(|| pattern(r"GPU (?P<gpu>\d+) has a total capac(?:i)?ty of {total} of which {free} is free"));
+/// From 2.2 the sentence can name memory in private pools (CUDA graphs) between the two figures.
 static NEW_ALLOCATED: LazyLock<Regex> = LazyLock::new(|| {
     pattern(
-        r"Of the allocated memory {allocated} is allocated by PyTorch, and {unallocated} is reserved by PyTorch but unallocated",
+        r"Of the allocated memory {allocated} is allocated by PyTorch,(?: with {private} allocated in private pools \(e\.g\., CUDA Graphs\),)? and {unallocated} is reserved by PyTorch but unallocated",
     )
 });
+/// `13.98 GiB allowed;` just before "Of the allocated memory" when the process is capped.
+static NEW_ALLOWED: LazyLock<Regex> = LazyLock::new(|| pattern(r"{allowed} allowed;"));
 static THIS_PROCESS: LazyLock<Regex> =
     LazyLock::new(|| pattern(r"Including non-PyTorch memory, this process has {used} memory in use"));
 static PROCESS: LazyLock<Regex> = LazyLock::new(|| pattern(r"Process (?P<pid>\d+) has {used} memory in use"));
@@ -146,7 +149,7 @@ pub fn parse(text: &str) -> Option<OomFigures> {
             .captures_iter(text)
             .filter_map(|c| Some(ProcessUsage { pid: c["pid"].parse().ok()?, bytes: size(&c, "used")? }))
             .collect(),
-        allowed: None,
+        allowed: NEW_ALLOWED.captures(text).and_then(|c| size(&c, "allowed")),
     })
 }
 
@@ -174,11 +177,11 @@ impl OtherMemory {
     }
 }
 
-/// Cached-but-unallocated memory counts as fragmentation only from this share of the GPU up:
-/// below it, the cache is a rounding error and the GPU is simply full.
-const FRAGMENTATION_SHARE: f64 = 0.05;
 /// Other processes are blamed only when they hold at least this share of the GPU.
 const OTHERS_SHARE: f64 = 0.10;
+/// Tensors holding this share of the GPU (or of the cap) make it nearly full: fragmentation is
+/// then the immediate cause, but removing it gains little.
+const NEARLY_FULL_SHARE: f64 = 0.90;
 /// An estimate (total − free − reserved) includes this process's CUDA context and library
 /// workspaces, commonly several hundred MiB and more with NCCL; below this it proves nothing.
 const ESTIMATE_FLOOR: u64 = 2 << 30;
@@ -214,8 +217,11 @@ pub fn analyse(figures: OomFigures, lang: Lang) -> OomAnalysis {
     let other = other_memory(&figures);
     let total = figures.total.max(1) as f64;
     let fragmented = figures.unallocated_reserved();
-    let fragmentation_counts =
-        fragmented >= figures.requested && fragmented as f64 >= FRAGMENTATION_SHARE * total && figures.requested > 0;
+    // The allocator releases every fully unused segment before it gives up, so cached memory
+    // that still covers the request sits in partly used segments: whatever its share of the
+    // GPU, no free block was large enough.
+    let fragmentation_counts = fragmented >= figures.requested && figures.requested > 0;
+    let capped = figures.allowed.is_some_and(|allowed| figures.reserved + figures.requested > allowed);
     let others_floor = match other {
         OtherMemory::Estimated { .. } => ESTIMATE_FLOOR,
         _ => 0,
@@ -226,8 +232,9 @@ pub fn analyse(figures: OomFigures, lang: Lang) -> OomAnalysis {
         && figures.requested <= figures.total;
     let diagnosis = match (others_count, fragmentation_counts) {
         (true, true) if other.bytes() >= fragmented => Diagnosis::OtherProcesses,
-        (true, false) => Diagnosis::OtherProcesses,
         (_, true) => Diagnosis::Fragmentation,
+        _ if capped => Diagnosis::MemoryFraction,
+        (true, false) => Diagnosis::OtherProcesses,
         (false, false) => Diagnosis::GenuineShortage,
     };
     let reasons = reasons(&figures, &other, diagnosis, lang);
@@ -330,7 +337,32 @@ fn reasons(f: &OomFigures, other: &OtherMemory, diagnosis: Diagnosis, lang: Lang
         }
     });
     out.push(verdict(f, other, diagnosis, zh));
+    if diagnosis == Diagnosis::Fragmentation && nearly_full(f) {
+        let limit = f.allowed.unwrap_or(f.total);
+        out.push(if zh {
+            format!(
+                "GPU 也几乎满了：张量占用了 {}（{} 的 {}），消除碎片最多只能腾出 {}",
+                b(f.allocated),
+                b(limit),
+                percent(f.allocated, limit),
+                b(fragmented)
+            )
+        } else {
+            format!(
+                "the GPU is also nearly full: tensors hold {} ({} of {}), so removing the fragmentation frees at most {}",
+                b(f.allocated),
+                percent(f.allocated, limit),
+                b(limit),
+                b(fragmented)
+            )
+        });
+    }
     out
+}
+
+/// Whether the tensors alone fill nearly all the GPU, or all the cap of a capped process.
+pub fn nearly_full(f: &OomFigures) -> bool {
+    f.allocated as f64 >= NEARLY_FULL_SHARE * f.allowed.unwrap_or(f.total).max(1) as f64
 }
 
 fn verdict(f: &OomFigures, other: &OtherMemory, diagnosis: Diagnosis, zh: bool) -> String {
@@ -358,7 +390,7 @@ fn verdict(f: &OomFigures, other: &OtherMemory, diagnosis: Diagnosis, zh: bool) 
                 format!("memory held outside this process ({}) would have covered the request", b(other.bytes()))
             }
         }
-        Diagnosis::GenuineShortage if f.allowed.is_some_and(|allowed| f.reserved + f.requested > allowed) => {
+        Diagnosis::MemoryFraction => {
             let allowed = f.allowed.unwrap_or_default();
             if zh {
                 format!("PyTorch 已保留 {}，再申请 {} 就会超过 {} 的上限", b(f.reserved), b(f.requested), b(allowed))
@@ -371,6 +403,7 @@ fn verdict(f: &OomFigures, other: &OtherMemory, diagnosis: Diagnosis, zh: bool) 
                 )
             }
         }
+        Diagnosis::OutsideAllocator => String::new(),
         Diagnosis::GenuineShortage if f.free >= f.requested => {
             if zh {
                 format!(
@@ -442,8 +475,35 @@ mod tests {
         assert_eq!(f.allocated, bytes("2.93", "GiB"));
         assert_eq!(f.allowed, Some(3 * GIB));
         let analysis = analyse(f, Lang::En);
-        assert_eq!(analysis.diagnosis, Diagnosis::GenuineShortage);
+        assert_eq!(analysis.diagnosis, Diagnosis::MemoryFraction);
         assert!(analysis.reasons.last().unwrap().contains("exceed the cap of 3.00 GiB"), "{:?}", analysis.reasons);
+    }
+
+    #[test]
+    fn parses_the_cap_of_the_sentence_format() {
+        let f = parse("Tried to allocate 6.00 GiB. GPU 0 has a total capacity of 139.80 GiB of which 129.29 GiB is free. Including non-PyTorch memory, this process has 10.51 GiB memory in use. 13.98 GiB allowed; Of the allocated memory 10.00 GiB is allocated by PyTorch, and 0 bytes is reserved by PyTorch but unallocated.").unwrap();
+        assert_eq!(f.allowed, Some(bytes("13.98", "GiB")));
+        assert_eq!(analyse(f, Lang::En).diagnosis, Diagnosis::MemoryFraction);
+    }
+
+    #[test]
+    fn a_cache_covering_the_request_is_fragmentation_whatever_its_share() {
+        // 250 MiB requested, 3.87 GiB cached on an 80 GiB GPU: under 5% of it, still no block fitted.
+        let f = OomFigures {
+            format: OomFormat::Sentences,
+            gpu: Some(0),
+            requested: 250 * MIB,
+            total: 80 * GIB,
+            free: 100 * MIB,
+            allocated: 75 * GIB,
+            reserved: 75 * GIB + bytes("3.87", "GiB"),
+            this_process: Some(79 * GIB),
+            allowed: None,
+            processes: Vec::new(),
+        };
+        let analysis = analyse(f, Lang::En);
+        assert_eq!(analysis.diagnosis, Diagnosis::Fragmentation);
+        assert!(analysis.reasons.last().unwrap().contains("the GPU is also nearly full"), "{:?}", analysis.reasons);
     }
 
     #[test]

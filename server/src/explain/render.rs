@@ -135,15 +135,62 @@ fn frame_text(frame: &super::traceback::LocalFrame) -> String {
     text
 }
 
-fn undetermined_note(lang: Lang) -> &'static str {
+fn undetermined_note(finding: &Finding<'_>, lang: Lang) -> &'static str {
+    if finding.entry.diagnosis() != Some(crate::knowledge::Diagnosis::OutsideAllocator) {
+        return match lang {
+            Lang::En => {
+                "The message's memory figures are cut off, so a genuine shortage cannot be told apart from fragmentation (cuda/oom-fragmentation) or memory held by other processes (cuda/oom-other-processes); the full PyTorch message, or `torch.cuda.memory_summary()`, tells them apart."
+            }
+            Lang::Zh => {
+                "消息中的显存数字不完整，无法区分真正的显存不足、碎片化（cuda/oom-fragmentation）和其他进程占用（cuda/oom-other-processes）；完整的 PyTorch 报错消息或 `torch.cuda.memory_summary()` 可以区分它们。"
+            }
+        };
+    }
     match lang {
         Lang::En => {
-            "The message carries no memory figures, so a genuine shortage cannot be told apart from fragmentation (cuda/oom-fragmentation) or memory held by other processes (cuda/oom-other-processes); the full PyTorch message, or `torch.cuda.memory_summary()`, tells them apart."
+            "The message carries no memory figures: PyTorch's caching allocator always prints them, so the failing allocation was made by a CUDA call outside it. At a process's first GPU operation that means other processes hold the GPU; later on, this process's own tensors may have filled it (`nvidia-smi` and `torch.cuda.memory_summary()` tell which)."
         }
         Lang::Zh => {
-            "消息中没有显存数字，无法区分真正的显存不足、碎片化（cuda/oom-fragmentation）和其他进程占用（cuda/oom-other-processes）；完整的 PyTorch 报错消息或 `torch.cuda.memory_summary()` 可以区分它们。"
+            "消息中没有显存数字：PyTorch 的缓存分配器总会打印这些数字，所以失败的分配来自它之外的某个 CUDA 调用。如果发生在进程的第一次 GPU 操作，说明 GPU 被其他进程占用；如果发生得更晚，也可能是本进程自己的张量占满了 GPU（`nvidia-smi` 和 `torch.cuda.memory_summary()` 可以区分）。"
         }
     }
+}
+
+/// `rank1 failed first: cuda/device-mismatch, line 12 (torchrun's root cause, exit code 1);
+/// only followed: rank0, rank2`.
+fn first_failure_text(first: &super::FirstFailure, lang: Lang) -> String {
+    let zh = lang == Lang::Zh;
+    let mut out = first.rank.clone();
+    match (&first.entry, first.line) {
+        (Some(entry), Some(line)) if zh => out.push_str(&format!("——{entry}，第 {line} 行")),
+        (Some(entry), Some(line)) => out.push_str(&format!(": {entry}, line {line}")),
+        _ => {}
+    }
+    if first.from_summary {
+        let code = first.exit_code.map_or_else(String::new, |code| {
+            if zh { format!("，退出码 {code}") } else { format!(", exit code {code}") }
+        });
+        out.push_str(&if zh {
+            format!("（torchrun 报告的根因{code}）")
+        } else {
+            format!(" (torchrun's root cause{code})")
+        });
+    }
+    if !first.also_failed.is_empty() {
+        out.push_str(&if zh {
+            format!("；也有自己的错误：{}", first.also_failed.join("，"))
+        } else {
+            format!("; also failed on their own: {}", first.also_failed.join(", "))
+        });
+    }
+    if !first.followers.is_empty() {
+        out.push_str(&if zh {
+            format!("；只是随之失败：{}", first.followers.join("，"))
+        } else {
+            format!("; only followed: {}", first.followers.join(", "))
+        });
+    }
+    out
 }
 
 impl Report<'_> {
@@ -151,6 +198,15 @@ impl Report<'_> {
     pub fn to_markdown(&self) -> String {
         let lang = self.lang;
         let mut out = String::new();
+        if let Some(first) = &self.first_failure {
+            let _ = writeln!(
+                out,
+                "**{}**{}{}\n",
+                Label::FirstFailure.text(lang),
+                lang.colon(),
+                first_failure_text(first, lang)
+            );
+        }
         for finding in &self.findings {
             let entry = finding.entry;
             let _ = writeln!(out, "### {} — `{}`\n", entry.title.text(lang), entry.id);
@@ -179,7 +235,14 @@ impl Report<'_> {
                 out.push('\n');
             }
             if finding.undetermined {
-                let _ = writeln!(out, "*{}*\n", undetermined_note(lang));
+                let _ = writeln!(out, "*{}*\n", undetermined_note(finding, lang));
+            }
+            if !finding.notes.is_empty() {
+                let _ = writeln!(out, "**{}**\n", Label::Analysis.text(lang));
+                for note in &finding.notes {
+                    let _ = writeln!(out, "- {note}");
+                }
+                out.push('\n');
             }
             if !finding.local_frames.is_empty() {
                 let _ = writeln!(out, "**{}**\n", Label::YourCode.text(lang));
@@ -199,6 +262,13 @@ impl Report<'_> {
                 }
                 out.push('\n');
             }
+            if !finding.placements.is_empty() {
+                let _ = writeln!(out, "**{}**\n", Label::Placements.text(lang));
+                for placement in &finding.placements {
+                    let _ = writeln!(out, "- `{}:{}`: `{}`", placement.path, placement.line, placement.source);
+                }
+                out.push('\n');
+            }
             entry.write_body_markdown(&mut out, lang);
         }
         out
@@ -209,6 +279,10 @@ impl Report<'_> {
         let paint = Paint { on: color };
         let lang = self.lang;
         let mut out = String::new();
+        if let Some(first) = &self.first_failure {
+            let line = format!("{}{}{}", Label::FirstFailure.text(lang), lang.colon(), first_failure_text(first, lang));
+            let _ = writeln!(out, "{}\n", paint.warn(&line));
+        }
         for (i, finding) in self.findings.iter().enumerate() {
             let entry = finding.entry;
             if i > 0 {
@@ -254,7 +328,13 @@ impl Report<'_> {
                 }
             }
             if finding.undetermined {
-                let _ = write!(out, "\n{}", wrap(undetermined_note(lang), "  "));
+                let _ = write!(out, "\n{}", wrap(undetermined_note(finding, lang), "  "));
+            }
+            if !finding.notes.is_empty() {
+                let _ = writeln!(out, "\n{}", paint.heading(Label::Analysis.text(lang)));
+                for note in &finding.notes {
+                    let _ = writeln!(out, "  - {note}");
+                }
             }
             if !finding.local_frames.is_empty() {
                 let _ = writeln!(out, "\n{}", paint.heading(Label::YourCode.text(lang)));
@@ -275,6 +355,12 @@ impl Report<'_> {
                         cause.name,
                         cause.message
                     );
+                }
+            }
+            if !finding.placements.is_empty() {
+                let _ = writeln!(out, "\n{}", paint.heading(Label::Placements.text(lang)));
+                for placement in &finding.placements {
+                    let _ = writeln!(out, "  {}:{}: {}", placement.path, placement.line, placement.source);
                 }
             }
             let _ =
@@ -379,6 +465,8 @@ impl Report<'_> {
                     "frames": finding.frames,
                     "local_frames": finding.local_frames,
                     "likely_causes": finding.likely_causes,
+                    "placements": finding.placements,
+                    "notes": finding.notes,
                     "cause": entry.cause.text(lang),
                     "workarounds": entry.workarounds.iter().map(|w| json!({
                         "action": w.action.text(lang),
@@ -406,6 +494,7 @@ impl Report<'_> {
             "lang": lang,
             "lines": self.line_count,
             "matched": !self.findings.is_empty(),
+            "first_failure": self.first_failure,
             "findings": findings,
         })
     }

@@ -172,6 +172,49 @@ pub fn likely_causes(frames: &[LocalFrame], related_rules: &[String]) -> Vec<Cod
     out
 }
 
+/// A line of the user's code that puts a module or tensor on a device.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Placement {
+    pub path: String,
+    pub line: usize,
+    pub source: String,
+}
+
+/// `.to(...)`, `.cuda(...)`, `.cpu()`, `device=...`, `torch.device(...)`, `set_device(...)`.
+static PLACEMENT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\.(?:to|cuda|cpu)\(|\bdevice\s*=[^=]|\btorch\.device\(|\bset_device\(")
+        .expect("placement pattern compiles")
+});
+
+/// Placements listed per report: enough to see where the model and the batch go.
+pub const MAX_PLACEMENTS: usize = 20;
+
+/// The lines of the frames' files that place modules and tensors on devices, in file order.
+pub fn placements(frames: &[LocalFrame]) -> Vec<Placement> {
+    let mut files: Vec<(&PathBuf, &str)> = Vec::new();
+    for frame in frames {
+        if !files.iter().any(|(path, _)| *path == &frame.resolved) {
+            files.push((&frame.resolved, frame.path.as_str()));
+        }
+    }
+    let mut out = Vec::new();
+    for (path, shown) in files {
+        let Ok(text) = std::fs::read_to_string(path) else {
+            continue;
+        };
+        for (index, line) in text.lines().enumerate() {
+            let code = line.split('#').next().unwrap_or_default();
+            if PLACEMENT.is_match(code) {
+                out.push(Placement { path: shown.to_owned(), line: index + 1, source: line.trim().to_owned() });
+                if out.len() == MAX_PLACEMENTS {
+                    return out;
+                }
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,6 +16,10 @@ pub enum Diagnosis {
     GenuineShortage,
     Fragmentation,
     OtherProcesses,
+    /// The process hit the cap set with `torch.cuda.set_per_process_memory_fraction`.
+    MemoryFraction,
+    /// `CUDA error: out of memory` without figures: a CUDA call outside the caching allocator.
+    OutsideAllocator,
 }
 
 impl Diagnosis {
@@ -28,6 +32,10 @@ impl Diagnosis {
             (Diagnosis::Fragmentation, Lang::Zh) => "碎片化",
             (Diagnosis::OtherProcesses, Lang::En) => "other processes",
             (Diagnosis::OtherProcesses, Lang::Zh) => "其他进程占用",
+            (Diagnosis::MemoryFraction, Lang::En) => "memory cap of this process",
+            (Diagnosis::MemoryFraction, Lang::Zh) => "本进程的显存上限",
+            (Diagnosis::OutsideAllocator, Lang::En) => "outside PyTorch's allocator",
+            (Diagnosis::OutsideAllocator, Lang::Zh) => "PyTorch 分配器之外",
         }
     }
 
@@ -36,8 +44,19 @@ impl Diagnosis {
             Diagnosis::GenuineShortage => "genuine-shortage",
             Diagnosis::Fragmentation => "fragmentation",
             Diagnosis::OtherProcesses => "other-processes",
+            Diagnosis::MemoryFraction => "memory-fraction",
+            Diagnosis::OutsideAllocator => "outside-allocator",
         }
     }
+}
+
+/// Where in the user's files `culint explain` looks for the lines behind an error, beyond the
+/// lint findings of the entry's related rules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Culprits {
+    /// The lines that put modules and tensors on a device (`.to(...)`, `.cuda()`, `device=`).
+    DevicePlacement,
 }
 
 /// The `[match]` table: regexes, one per message variant, and the variants themselves.
@@ -116,6 +135,8 @@ pub struct EntrySpec {
     pub related_rules: Vec<String>,
     #[serde(default)]
     pub probe_checks: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub culprits: Option<Culprits>,
     pub cause: Localized,
     #[serde(rename = "match")]
     pub matching: MatchSpec,

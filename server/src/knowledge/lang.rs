@@ -141,6 +141,9 @@ pub enum Label {
     LikelyCauses,
     YourCode,
     NoMatch,
+    Analysis,
+    Placements,
+    FirstFailure,
 }
 
 impl Label {
@@ -181,6 +184,12 @@ impl Label {
             (LikelyCauses, Lang::Zh) => "代码中可能的原因",
             (YourCode, Lang::En) => "Your code in the traceback",
             (YourCode, Lang::Zh) => "traceback 中你的代码",
+            (Analysis, Lang::En) => "What the log shows",
+            (Analysis, Lang::Zh) => "日志显示",
+            (Placements, Lang::En) => "Where your code places modules and tensors",
+            (Placements, Lang::Zh) => "代码中放置模块和张量的位置",
+            (FirstFailure, Lang::En) => "Which rank failed first",
+            (FirstFailure, Lang::Zh) => "最先失败的进程",
             (NoMatch, Lang::En) => "no known CUDA, cuBLAS, cuDNN or NCCL error found",
             (NoMatch, Lang::Zh) => "未发现已知的 CUDA、cuBLAS、cuDNN 或 NCCL 错误",
         }

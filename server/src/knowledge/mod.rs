@@ -20,5 +20,7 @@ mod lang;
 
 pub use base::{Base, KnowledgeError, builtin, parse_entry};
 pub use builtin::BUILTIN_FILES;
-pub use entry::{DeadEnd, Diagnosis, Entry, EntrySpec, MatchSpec, Reference, VersionNote, Workaround, rule_label};
+pub use entry::{
+    Culprits, DeadEnd, Diagnosis, Entry, EntrySpec, MatchSpec, Reference, VersionNote, Workaround, rule_label,
+};
 pub use lang::{Label, Lang, Localized, is_cjk};
