@@ -3,9 +3,20 @@
 //! A query cursor pays for every pattern at every node, wanted or not, so only the queries of the
 //! rules that could fire on a file are compiled, into one query for the set, which the process
 //! keeps: an editor's buffer and most files of a repository meet the same few sets.
+//!
+//! An editor lints the same buffer at every keystroke, where the pass over a large file costs
+//! tens of milliseconds although the edit changed one top-level statement. A buffer keeps a
+//! [`MatchMemo`]: what the pass found in each top-level statement, as plain data (capture
+//! offsets and kinds) keyed by the statement's text. That is exact by construction: a match lies
+//! within one top-level statement (no pattern is rooted at the module, a test checks every one),
+//! a query's predicates read only captured text, and a statement without a syntax error parses
+//! the same wherever its text stands. Nothing else is memoised, and nothing depends on a fact of
+//! the file, so there is nothing to invalidate.
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex, OnceLock, PoisonError};
+
+use smallvec::SmallVec;
 
 use rayon::prelude::*;
 use streaming_iterator::StreamingIterator;
@@ -76,6 +87,17 @@ impl RuleQueries {
 /// before the nodes they hold), so rules reporting "the first" finding can rely on it. Matches in
 /// regions the parser could not make sense of are dropped.
 pub fn candidates_by_rule<'a>(text: &'a str, tree: &'a Tree, active: &[&'static Rule]) -> Vec<Vec<Candidate<'a>>> {
+    candidates_remembered(text, tree, active, None)
+}
+
+/// [`candidates_by_rule`], taking the matches of each top-level statement whose text `memo` holds
+/// from it and querying only the others; `memo` then holds those of this tree's statements.
+pub fn candidates_remembered<'a>(
+    text: &'a str,
+    tree: &'a Tree,
+    active: &[&'static Rule],
+    memo: Option<&MatchMemo>,
+) -> Vec<Vec<Candidate<'a>>> {
     let mut by_rule: Vec<Vec<Candidate<'a>>> = active.iter().map(|_| Vec::new()).collect();
     // No rule, no query: a set without rules has no query to compile.
     if active.is_empty() {
@@ -88,6 +110,14 @@ pub fn candidates_by_rule<'a>(text: &'a str, tree: &'a Tree, active: &[&'static 
     // thousand lines; a large file's pass is split at top-level statements between threads.
     // Each match lies within one statement (a test checks that no pattern is rooted at the
     // module), so each part finds the matches of its own statements.
+    if let Some(memo) = memo {
+        let found = memo.recall_or_query(text, tree, active, queries);
+        for (slot, candidate) in found {
+            by_rule[slot].push(candidate);
+        }
+        sort_in_source_order(&mut by_rule);
+        return by_rule;
+    }
     let parts = split_at_statements(tree, text.len().div_ceil(SPLIT_ABOVE_BYTES).min(rayon::current_num_threads()));
     let found: Vec<Vec<(usize, Candidate<'a>)>> = parts
         .par_iter()
@@ -110,13 +140,151 @@ pub fn candidates_by_rule<'a>(text: &'a str, tree: &'a Tree, active: &[&'static 
     for (slot, candidate) in found.into_iter().flatten() {
         by_rule[slot].push(candidate);
     }
-    for candidates in &mut by_rule {
-        // A stable sort, so matches of one node keep their order.
+    sort_in_source_order(&mut by_rule);
+    by_rule
+}
+
+/// Each rule's candidates in source order, outer nodes first; a stable sort, so matches of one
+/// node keep their order.
+fn sort_in_source_order(by_rule: &mut [Vec<Candidate<'_>>]) {
+    for candidates in by_rule {
         candidates.sort_by_cached_key(|candidate| {
             (candidate.node.start_byte(), std::cmp::Reverse(candidate.node.end_byte()))
         });
     }
-    by_rule
+}
+
+/// What the query pass found in the top-level statements of a buffer's last lint, keyed by each
+/// statement's text (see the module's doc), for the set of rules it was found for.
+#[derive(Default)]
+pub struct MatchMemo {
+    kept: Mutex<Kept>,
+}
+
+#[derive(Default)]
+struct Kept {
+    /// The rules the matches were found for, as indices into [`crate::rules::RULES`].
+    rules: Vec<usize>,
+    by_text: HashMap<Box<str>, Arc<[PlainMatch]>>,
+}
+
+/// A match as plain data: its rule's slot in the set and its captures, `@violation` first, each
+/// as (capture name, start and end relative to the statement, node kind).
+struct PlainMatch {
+    slot: usize,
+    captures: Vec<(&'static str, usize, usize, u16)>,
+}
+
+impl PlainMatch {
+    /// The match placed in `statement`, a statement of the text it was found in; `None` if a
+    /// capture is not there (which the module's doc says cannot happen).
+    fn place<'a>(&self, statement: Node<'a>) -> Option<(usize, Candidate<'a>)> {
+        let start = statement.start_byte();
+        let mut nodes = self
+            .captures
+            .iter()
+            .map(|&(name, from, to, kind)| Some((name, node_at(statement, start + from, start + to, kind)?)));
+        let (_, node) = nodes.next()??;
+        let captures = nodes.collect::<Option<SmallVec<[(&'a str, Node<'a>); 2]>>>()?;
+        Some((self.slot, Candidate { node, captures }))
+    }
+}
+
+impl MatchMemo {
+    /// The matches of every top-level statement: recalled for a statement without a syntax error
+    /// whose text was seen at the last lint, queried otherwise.
+    fn recall_or_query<'a>(
+        &self,
+        text: &'a str,
+        tree: &'a Tree,
+        active: &[&'static Rule],
+        queries: &'static RuleQueries,
+    ) -> Vec<(usize, Candidate<'a>)> {
+        let rules: Vec<usize> = active.iter().map(|rule| index_of(rule)).collect();
+        let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+        if kept.rules != rules {
+            *kept = Kept { rules, by_text: HashMap::new() };
+        }
+        let mut next: HashMap<Box<str>, Arc<[PlainMatch]>> = HashMap::with_capacity(kept.by_text.len());
+        let mut found = Vec::new();
+        let root = tree.root_node();
+        let mut cursor = root.walk();
+        let mut query_cursor = QueryCursor::new();
+        for statement in root.children(&mut cursor) {
+            let statement_text = &text[statement.byte_range()];
+            if statement.has_error() {
+                query_within(queries, &mut query_cursor, statement, text, &mut found);
+                continue;
+            }
+            let remembered = kept.by_text.get(statement_text).cloned().and_then(|plain| {
+                let placed = plain.iter().map(|m| m.place(statement)).collect::<Option<Vec<_>>>()?;
+                Some((plain, placed))
+            });
+            let plain = match remembered {
+                Some((plain, placed)) => {
+                    found.extend(placed);
+                    plain
+                }
+                None => {
+                    let from = found.len();
+                    query_within(queries, &mut query_cursor, statement, text, &mut found);
+                    remember(queries, &found[from..], statement)
+                }
+            };
+            next.insert(statement_text.into(), plain);
+        }
+        kept.by_text = next;
+        found
+    }
+}
+
+/// The matches of `queries` within `statement`, appended to `found`.
+fn query_within<'a>(
+    queries: &'static RuleQueries,
+    cursor: &mut QueryCursor,
+    statement: Node<'a>,
+    text: &'a str,
+    found: &mut Vec<(usize, Candidate<'a>)>,
+) {
+    let has_errors = statement.has_error();
+    let mut matches = cursor.matches(&queries.query, statement, text.as_bytes());
+    while let Some(m) = matches.next() {
+        if let Some((slot, candidate)) = queries.candidate(m)
+            && !(has_errors && inside_error(candidate.node))
+        {
+            found.push((slot, candidate));
+        }
+    }
+}
+
+/// `found`, the matches of `statement`, as plain data.
+fn remember(queries: &'static RuleQueries, found: &[(usize, Candidate<'_>)], statement: Node<'_>) -> Arc<[PlainMatch]> {
+    let start = statement.start_byte();
+    let names = queries.query.capture_names();
+    let plain = |(name, node): (&str, Node<'_>)| {
+        let name = names.iter().copied().find(|known| *known == name).expect("a capture of the query");
+        (name, node.start_byte() - start, node.end_byte() - start, node.kind_id())
+    };
+    found
+        .iter()
+        .map(|(slot, candidate)| {
+            let violation = ("violation", candidate.node);
+            let captures = std::iter::once(violation).chain(candidate.captures.iter().copied()).map(plain).collect();
+            PlainMatch { slot: *slot, captures }
+        })
+        .collect()
+}
+
+/// The node of kind `kind` that spans exactly `start..end` inside `top`, found by a descent.
+fn node_at<'a>(top: Node<'a>, start: usize, end: usize, kind: u16) -> Option<Node<'a>> {
+    let mut node = top;
+    loop {
+        if node.start_byte() == start && node.end_byte() == end && node.kind_id() == kind {
+            return Some(node);
+        }
+        let mut cursor = node.walk();
+        node = node.children(&mut cursor).find(|child| child.start_byte() <= start && end <= child.end_byte())?;
+    }
 }
 
 /// A file this large or larger has its query pass split between threads, one part per this many
@@ -266,6 +434,55 @@ mod tests {
         }
         let rest = pattern.strip_prefix('(').unwrap_or(pattern);
         vec![&rest[..word(rest)]]
+    }
+
+    /// Statements whose text the memo holds are recalled, the others queried: on every fixture
+    /// and example, after an edit, the memo's candidates are the pass's.
+    #[test]
+    fn remembered_matches_are_the_passes() {
+        let every: Vec<&'static Rule> = RULES.to_vec();
+        for path in crate::test_support::python_files() {
+            let Ok(text) = std::fs::read_to_string(&path) else { continue };
+            let memo = MatchMemo::default();
+            let tree = parse(&text, None);
+            let cold = candidates_remembered(&text, &tree, &every, Some(&memo));
+            // A new statement at the top moves every other one.
+            let edited = format!("import os\n{text}");
+            let tree_after = parse(&edited, None);
+            let warm = candidates_remembered(&edited, &tree_after, &every, Some(&memo));
+            let whole = |text: &str, tree: &Tree| {
+                candidates_by_rule(text, tree, &every).iter().map(|c| plain(c)).collect::<Vec<_>>()
+            };
+            assert_eq!(cold.iter().map(|c| plain(c)).collect::<Vec<_>>(), whole(&text, &tree), "{}", path.display());
+            assert_eq!(
+                warm.iter().map(|c| plain(c)).collect::<Vec<_>>(),
+                whole(&edited, &tree_after),
+                "{}",
+                path.display()
+            );
+        }
+    }
+
+    /// The test above would pass with a memo that is never read; this one fails then: a
+    /// remembered statement's matches are poisoned, and the next lint of the same text gets the
+    /// poison.
+    #[test]
+    fn a_statement_seen_before_is_recalled_not_queried() {
+        let text = include_str!("../../examples/train_resnet.py");
+        let every: Vec<&'static Rule> = RULES.to_vec();
+        let memo = MatchMemo::default();
+        let tree = parse(text, None);
+        let first: usize = candidates_remembered(text, &tree, &every, Some(&memo)).iter().map(Vec::len).sum();
+        assert!(first > 10);
+        for plain in memo.kept.lock().unwrap().by_text.values_mut() {
+            *plain = Arc::from([]);
+        }
+        let again: usize = candidates_remembered(text, &tree, &every, Some(&memo)).iter().map(Vec::len).sum();
+        assert_eq!(again, 0, "the statements were queried again");
+        // Another set of rules does not take matches found for this one.
+        let fewer = &every[..3];
+        let other: usize = candidates_remembered(text, &tree, fewer, Some(&memo)).iter().map(Vec::len).sum();
+        assert_eq!(other, candidates_by_rule(text, &tree, fewer).iter().map(Vec::len).sum::<usize>());
     }
 
     /// No rule, no query to compile (it would capture no `@violation`).

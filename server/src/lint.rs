@@ -5,7 +5,8 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use tree_sitter::Tree;
 
-use crate::candidates::candidates_by_rule;
+pub use crate::candidates::MatchMemo;
+use crate::candidates::candidates_remembered;
 pub use crate::candidates::compile_query;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::fix::{Applicability, Fix, apply_fixes};
@@ -118,7 +119,20 @@ pub fn may_have_findings(text: &str, settings: &LintSettings) -> bool {
 
 /// Lint a parsed text. Diagnostics come back sorted by position, with suppressions applied.
 pub fn lint(text: &str, tree: &Tree, context: LintContext<'_>, settings: &LintSettings) -> Vec<Diagnostic> {
-    lint_rules(text, tree, context, settings, &rules_that_could_fire(text, settings))
+    lint_rules(text, tree, context, settings, &rules_that_could_fire(text, settings), None)
+}
+
+/// [`lint`] for a buffer linted again at every edit: the query matches of the top-level
+/// statements whose text `memo` holds from the last lint are taken from it (see
+/// [`crate::candidates`]). The diagnostics are [`lint`]'s.
+pub fn lint_remembering(
+    text: &str,
+    tree: &Tree,
+    context: LintContext<'_>,
+    settings: &LintSettings,
+    memo: &MatchMemo,
+) -> Vec<Diagnostic> {
+    lint_rules(text, tree, context, settings, &rules_that_could_fire(text, settings), Some(memo))
 }
 
 /// [`lint`] with the rules `active` ([`rules_that_could_fire`] or the like).
@@ -128,6 +142,7 @@ fn lint_rules<'a>(
     context: LintContext<'a>,
     settings: &LintSettings,
     active: &[&'static Rule],
+    memo: Option<&MatchMemo>,
 ) -> Vec<Diagnostic> {
     let mut diagnostics = Vec::new();
     if settings.show_syntax_errors {
@@ -137,7 +152,7 @@ fn lint_rules<'a>(
         // The model's walk and the rules' query pass are independent walks over the tree: on a
         // large file each takes milliseconds, and they share the cores.
         let (model, candidates) =
-            rayon::join(|| Model::new(text, tree, context), || candidates_by_rule(text, tree, active));
+            rayon::join(|| Model::new(text, tree, context), || candidates_remembered(text, tree, active, memo));
         let check = |(rule, candidates): (&&'static Rule, &Vec<crate::rules::Candidate<'a>>)| {
             let mut found = Checker::run(&model, settings.hardware.as_ref(), rule, candidates);
             if let Some(severity) = settings.severities.get(rule.code) {
@@ -179,7 +194,7 @@ pub fn lint_text(text: &str, context: LintContext<'_>, settings: &LintSettings) 
     if active.is_empty() && !settings.show_syntax_errors {
         return Vec::new();
     }
-    lint_rules(text, &parse(text, None), context, settings, &active)
+    lint_rules(text, &parse(text, None), context, settings, &active, None)
 }
 
 /// Pseudo-diagnostics for the regions tree-sitter could not parse (`--show-syntax-errors`).
@@ -334,9 +349,9 @@ mod tests {
     use super::*;
     use crate::document::Document;
 
-    /// Typing through a script, with the tree edited and reparsed incrementally as the language
-    /// server does: after every keystroke the lint of the reparsed tree reports exactly what a
-    /// lint of a fresh parse does, syntax errors along the way included.
+    /// Typing through a script, with the tree edited and reparsed incrementally and linted with
+    /// the buffer's memo of query matches, as the language server does: after every keystroke the
+    /// lint reports exactly what a lint of a fresh parse does, syntax errors along the way included.
     #[test]
     fn a_lint_of_the_reparsed_tree_follows_every_keystroke_exactly() {
         let settings = LintSettings { show_syntax_errors: true, ..LintSettings::default() };
@@ -348,6 +363,7 @@ mod tests {
             .chain([("a script at module level", crate::test_support::MODULE_LEVEL.to_owned())]);
         for (name, text) in scripts {
             let mut document = Document::new(&text, 1);
+            let memo = MatchMemo::default();
             let lines: Vec<usize> = text.match_indices('\n').map(|(i, _)| i).collect();
             // Type at the end of every seventh line, then delete it again: code that joins the
             // statement, code that breaks it, a new statement, a comment.
@@ -357,10 +373,10 @@ mod tests {
                 for c in typed.chars() {
                     document.edit(TextRange::empty(offset), &c.to_string());
                     offset += c.len_utf8();
-                    assert_same(&mut document, &settings, name);
+                    assert_same(&mut document, &memo, &settings, name);
                 }
                 document.edit(TextRange::new(at, offset), "");
-                assert_same(&mut document, &settings, name);
+                assert_same(&mut document, &memo, &settings, name);
             }
             assert_eq!(document.text(), text);
         }
@@ -399,7 +415,7 @@ mod tests {
                         found.into_iter().map(|d| format!("{} {:?}", d.code, d.range)).collect()
                     };
                     let filtered = codes(lint(&chunk, &tree, context, &settings));
-                    let unfiltered = codes(lint_rules(&chunk, &tree, context, &settings, &every));
+                    let unfiltered = codes(lint_rules(&chunk, &tree, context, &settings, &every, None));
                     assert_eq!(filtered, unfiltered, "{}:\n{chunk}", path.display());
                     statements += 1;
                 }
@@ -408,14 +424,14 @@ mod tests {
         assert!(statements > 500, "only {statements} statements were checked");
     }
 
-    /// The lint of `document`'s reparsed tree is a fresh parse's.
-    fn assert_same(document: &mut Document, settings: &LintSettings, name: &str) {
+    /// The lint of `document`'s reparsed tree, through the buffer's memo, is a fresh parse's.
+    fn assert_same(document: &mut Document, memo: &MatchMemo, settings: &LintSettings, name: &str) {
         let text = document.text().to_owned();
         let summary = |d: Vec<Diagnostic>| -> Vec<String> {
             d.into_iter().map(|d| format!("{} {:?} {} {:?}", d.code, d.range, d.message, d.fix)).collect()
         };
         let fresh = summary(lint(&text, &parse(&text, None), LintContext::default(), settings));
-        let reparsed = summary(lint(&text, document.tree(), LintContext::default(), settings));
+        let reparsed = summary(lint_remembering(&text, document.tree(), LintContext::default(), settings, memo));
         assert_eq!(reparsed, fresh, "{name} after typing:\n{text}");
     }
 }
