@@ -74,7 +74,7 @@ def main():
     venv = CACHE / "venv"
     if not (venv / "bin" / "torchfix").exists():
         run([sys.executable, "-m", "venv", str(venv)])
-        run([str(venv / "bin" / "pip"), "install", "--quiet", "ruff==0.14.5", "torchfix==0.7.0"])
+        run([str(venv / "bin" / "pip"), "install", "--quiet", "ruff==0.17.6", "torchfix==0.7.0"])
     ruff = str(venv / "bin" / "ruff")
     torchfix = str(venv / "bin" / "torchfix")
 

@@ -6,7 +6,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 venv="${CULINT_E2E_CACHE:-$HOME/.cache/culint-e2e}/bench-venv"
 # The peer is pinned: BENCHMARKS.md compares against this release.
-ruff_version=0.14.5
+ruff_version=0.17.6
 
 if [ ! -x "$venv/bin/ruff" ] || [ "$("$venv/bin/ruff" --version)" != "ruff $ruff_version" ]; then
   python3 -m venv "$venv"
