@@ -46,9 +46,7 @@ npm_ci_if_stale "$suite_dir"
 
 # --- culint and the extension -----------------------------------------------------------------
 log "building culint"
-(cd "$repo_root" && cargo build --locked --quiet)
-culint="${CARGO_TARGET_DIR:-$repo_root/target}/debug/culint"
-[ -x "$culint" ] || { echo "culint binary missing at $culint after cargo build" >&2; exit 1; }
+culint=$("$repo_root/tests/e2e/lib/build-culint.sh")
 
 log "building the extension"
 npm_ci_if_stale "$extension_dir"
