@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# End-to-end test of the VS Code extension in a real VS Code: builds culint and the .vsix, installs
-# the .vsix into code-server, and drives the workbench with Debian's Chromium (test.mjs).
+# End-to-end test of the VS Code extension in a real VS Code: builds culint and this platform's
+# .vsix with that binary inside, installs the .vsix into code-server, and drives the workbench with
+# Debian's Chromium (test.mjs). Nothing tells the extension where culint is: culint.path is unset,
+# and code-server runs with a PATH and CARGO_HOME that hold no culint, so the extension must start
+# the binary bundled in it.
 #
 # Installs what it needs once (apt packages; code-server under $CULINT_E2E_CACHE, default
 # ~/.cache/culint-e2e; playwright-core into this folder). Screenshots go to artifacts/.
@@ -48,17 +51,22 @@ npm_ci_if_stale "$suite_dir"
 log "building culint"
 culint=$("$repo_root/tests/e2e/lib/build-culint.sh")
 
-log "building the extension"
+case "$(uname -m)" in
+  x86_64) vsce_target=linux-x64 ;;
+  aarch64) vsce_target=linux-arm64 ;;
+  *) echo "no VS Code platform known for $(uname -m)" >&2; exit 1 ;;
+esac
+log "building the extension for $vsce_target with $culint inside"
 npm_ci_if_stale "$extension_dir"
 build_log=$(mktemp "${TMPDIR:-/tmp}/culint-e2e-vscode-build.XXXXXX")
-if ! (cd "$extension_dir" && npm test && npm run package) >"$build_log" 2>&1; then
+if ! (cd "$extension_dir" && npm test && npm run package -- --target "$vsce_target" --binary "$culint") >"$build_log" 2>&1; then
   cat "$build_log" >&2
   rm -f "$build_log"
   echo "building the extension in $extension_dir failed (unit tests, type check or packaging)" >&2
   exit 1
 fi
 rm -f "$build_log"
-vsix=$extension_dir/culint.vsix
+vsix=$extension_dir/culint-$vsce_target.vsix
 
 # --- a private code-server: its own config, user data, extensions and workspace ----------------
 run_dir=$(mktemp -d "${TMPDIR:-/tmp}/culint-e2e-vscode.XXXXXX")
@@ -83,7 +91,6 @@ cp -r "$suite_dir/workspace-template" "$workspace"
 mkdir -p "$run_dir/user-data/User" "$run_dir/extensions"
 cat >"$run_dir/user-data/User/settings.json" <<EOF
 {
-  "culint.path": "$culint",
   "security.workspace.trust.enabled": false,
   "workbench.startupEditor": "none",
   "workbench.tips.enabled": false,
@@ -109,6 +116,24 @@ printf 'auth: none\ncert: false\n' >"$run_dir/config.yaml"
   echo "culint.culint is not listed by code-server --list-extensions after installing $vsix" >&2
   exit 1
 }
+installed=("$run_dir"/extensions/culint.culint-*/bundled/culint)
+if [ ! -x "${installed[0]}" ] || ! cmp -s "${installed[0]}" "$culint"; then
+  echo "the installed extension holds no executable copy of $culint in bundled/ (${installed[0]})" >&2
+  exit 1
+fi
+
+# PATH without any folder that holds a culint (cargo's bin among them, when it has one), and a
+# CARGO_HOME with nothing in it: the bundled binary is the only culint the extension can find.
+path_without_culint=
+IFS=: read -r -a path_dirs <<<"$PATH"
+for dir in "${path_dirs[@]}"; do
+  [ -n "$dir" ] && [ ! -e "$dir/culint" ] && path_without_culint=${path_without_culint:+$path_without_culint:}$dir
+done
+if PATH=$path_without_culint command -v culint >/dev/null; then
+  echo "culint is still on PATH after removing the folders that hold it" >&2
+  exit 1
+fi
+mkdir -p "$run_dir/no-cargo-home"
 
 free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -119,7 +144,7 @@ free_port() {
 for attempt in 1 2 3; do
   port=$(free_port)
   log "starting code-server on 127.0.0.1:$port (attempt $attempt)"
-  setsid "$code_server" "${code_server_args[@]}" --bind-addr "127.0.0.1:$port" --auth none \
+  PATH=$path_without_culint CARGO_HOME=$run_dir/no-cargo-home setsid "$code_server" "${code_server_args[@]}" --bind-addr "127.0.0.1:$port" --auth none \
     --disable-telemetry --disable-update-check --disable-workspace-trust --disable-getting-started-override \
     "$workspace" >"$run_dir/code-server.log" 2>&1 &
   code_server_pid=$!
@@ -147,6 +172,8 @@ CULINT_E2E_URL="http://127.0.0.1:$port/?folder=$workspace" \
   CULINT_E2E_WORKSPACE="$workspace" \
   CULINT_E2E_ARTIFACTS="$artifacts" \
   CULINT_E2E_CHROMIUM="$chromium_path" \
+  CULINT_E2E_LOGS="$run_dir/user-data/logs" \
+  CULINT_E2E_BUNDLED="${installed[0]}" \
   node "$suite_dir/test.mjs" || status=$?
 if [ "$status" != 0 ]; then
   log "code-server log (last 60 lines):"

@@ -7,9 +7,11 @@
 //   CULINT_E2E_WORKSPACE  the workspace folder (a fresh copy of workspace-template/)
 //   CULINT_E2E_ARTIFACTS  where screenshots go
 //   CULINT_E2E_CHROMIUM   the Chromium executable (default /usr/bin/chromium)
+//   CULINT_E2E_LOGS       code-server's log folder, where the extension's "culint" output goes
+//   CULINT_E2E_BUNDLED    the culint binary inside the installed extension, the one it must start
 
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -20,6 +22,8 @@ import { SCENARIO } from "./scenario.mjs";
 const url = requiredEnv("CULINT_E2E_URL");
 const workspace = requiredEnv("CULINT_E2E_WORKSPACE");
 const artifacts = requiredEnv("CULINT_E2E_ARTIFACTS");
+const logs = requiredEnv("CULINT_E2E_LOGS");
+const bundledBinary = requiredEnv("CULINT_E2E_BUNDLED");
 const chromiumPath = process.env.CULINT_E2E_CHROMIUM || "/usr/bin/chromium";
 
 const WORKBENCH_ATTEMPTS = 3;
@@ -54,6 +58,7 @@ try {
   await step("workbench loads", () => openWorkbench());
   await step(`open ${SCENARIO.file}`, () => openFile(SCENARIO.file));
   await step("diagnostics appear in the Problems panel", () => problemsShowFindings());
+  await step("the server is the binary bundled in the .vsix", () => serverIsBundledBinary());
   await step("hover shows the rule doc", () => hoverShowsRuleDoc());
   await step("a quick fix rewrites the file", () => quickFixRewritesFile());
   await step("culint: Fix all applies the safe fixes", () => fixAllRewritesFile());
@@ -129,6 +134,26 @@ async function problemsShowFindings() {
   );
   await screenshot("problems.png");
   await focusEditor();
+}
+
+/** The extension logs which binary it started, and from where, to its "culint" output, which
+ * code-server writes under its log folder. */
+async function serverIsBundledBinary() {
+  const started = await waitFor(
+    () => logLines(logs).find((line) => line.includes(" server (found via ")),
+    30_000,
+    `the culint output's "Starting ... server (found via ...)" line under ${logs}`,
+  );
+  assert.ok(
+    started.includes(`Starting ${bundledBinary} server (found via the binary bundled with the extension)`),
+    `expected the extension to start ${bundledBinary}, the binary bundled in it; it logged:\n${started}`,
+  );
+}
+
+function logLines(directory) {
+  return readdirSync(directory, { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile() && entry.name.endsWith(".log"))
+    .flatMap((entry) => readFileSync(join(entry.parentPath, entry.name), "utf8").split("\n"));
 }
 
 async function hoverShowsRuleDoc() {
