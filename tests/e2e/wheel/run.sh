@@ -7,10 +7,9 @@
 #     checks a script, prints a rule's doc and serves LSP (lsp_session.py);
 #   - `pip install <checkout>` and `uv tool install <checkout>` give the same culint.
 #
-# The wheels here are built with cargo's dev profile (MATURIN_PEP517_ARGS="--profile dev"): they
-# reuse the debug build the other suites test instead of a release build of ten minutes on two
-# cores, and the byte-for-byte check proves maturin adds nothing to cargo's binary. The release
-# workflow builds the same way with --release.
+# Every wheel here is built with cargo's dev profile (see tests/e2e/lib/build-wheel.sh), so the
+# byte-for-byte check compares with the debug build and proves maturin adds nothing to cargo's
+# binary.
 #
 # Installs once, under $CULINT_E2E_CACHE (default ~/.cache/culint-e2e): a venv with uv. pip and
 # uv fetch maturin (pyproject.toml's build requirement) from PyPI into their own caches.
@@ -49,12 +48,9 @@ cp "$repo_root/tests/fixtures/cli/step_loop.py" "$repo_root/tests/fixtures/cli/c
 
 # --- the wheel ---------------------------------------------------------------------------------
 log "pip wheel $repo_root"
-python3 -m venv "$run_dir/build"
-"$run_dir/build/bin/pip" wheel --quiet --no-deps --wheel-dir "$run_dir/dist" "$repo_root"
-wheels=("$run_dir"/dist/culint-*.whl)
-wheel=${wheels[0]}
+wheel=$("$repo_root/tests/e2e/lib/build-wheel.sh" "$run_dir/dist")
 log "built $(basename "$wheel")"
-if "$run_dir/build/bin/python" - "$wheel" "$culint" <<'PY'; then
+if python3 - "$wheel" "$culint" <<'PY'; then
 import hashlib, sys, zipfile
 wheel, binary = sys.argv[1], sys.argv[2]
 names = zipfile.ZipFile(wheel).namelist()
