@@ -39,7 +39,7 @@ trap 'rm -rf "$run_dir"' EXIT
 log "building the wheel and its local package index"
 index="$run_dir/index"
 wheel=$("$repo_root/tests/e2e/lib/build-wheel.sh" "$index")
-python3 -m pip download --quiet --disable-pip-version-check --no-deps --only-binary :all: --dest "$index" "setuptools>=40.8.0"
+"$venv/bin/pip" download --quiet --disable-pip-version-check --no-deps --only-binary :all: --dest "$index" "setuptools>=40.8.0"
 version=$(basename "$wheel" | cut -d- -f2)
 wheel_binary="$run_dir/wheel-binary"
 python3 -c 'import sys, zipfile
@@ -72,10 +72,12 @@ rev=$(git -C "$shadow" rev-parse HEAD)
 log "testing hooks of $repo_root at shadow rev $rev"
 
 # --- the user's repository ---------------------------------------------------------------------
-project="$run_dir/project"
-mkdir -p "$project"
-cd "$project"
-git init --quiet -b main
+new_repository() { # DIR: an empty git repository, made the working directory
+  mkdir -p "$1"
+  cd "$1"
+  git init --quiet -b main
+}
+new_repository "$run_dir/project"
 cat >.pre-commit-config.yaml <<EOF
 repos:
   - repo: $shadow
@@ -188,10 +190,7 @@ fi
 
 # --- without Rust: language: python, culint from the package index ------------------------------
 # The configuration docs/install.md gives, with this checkout's version.
-python_project="$run_dir/python-project"
-mkdir -p "$python_project"
-cd "$python_project"
-git init --quiet -b main
+new_repository "$run_dir/python-project"
 cat >.pre-commit-config.yaml <<EOF
 repos:
   - repo: local
