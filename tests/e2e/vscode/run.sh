@@ -3,7 +3,10 @@
 # .vsix with that binary inside, installs the .vsix into code-server, and drives the workbench with
 # Debian's Chromium (test.mjs). Nothing tells the extension where culint is: culint.path is unset,
 # and code-server runs with a PATH and CARGO_HOME that hold no culint, so the extension must start
-# the binary bundled in it.
+# the binary bundled in it. Then, with that binary taken away, it must start the culint of the
+# selected Python environment: a venv with the wheel installed, reported by a stand-in for the
+# Python extension (python-extension-stand-in/, as ms-python.python cannot be installed here), and
+# the other venv's culint once the other is selected.
 #
 # Installs what it needs once (apt packages; code-server under $CULINT_E2E_CACHE, default
 # ~/.cache/culint-e2e; playwright-core into this folder). Screenshots go to artifacts/.
@@ -89,8 +92,23 @@ trap cleanup EXIT
 workspace=$run_dir/workspace
 cp -r "$suite_dir/workspace-template" "$workspace"
 mkdir -p "$run_dir/user-data/User" "$run_dir/extensions"
+
+# Two Python environments with culint installed from this checkout's wheel, as `pip install
+# culint` would.
+log "building the wheel; two venvs with culint installed from it"
+wheel=$("$repo_root/tests/e2e/lib/build-wheel.sh" "$run_dir/wheel")
+for venv in venv-a venv-b; do
+  python3 -m venv "$run_dir/$venv"
+  "$run_dir/$venv/bin/pip" install --quiet --disable-pip-version-check --no-index "$wheel"
+done
+python_stand_in="$run_dir/python-extension-stand-in.vsix"
+(cd "$suite_dir/python-extension-stand-in" &&
+  node "$extension_dir/node_modules/@vscode/vsce/vsce" package --no-dependencies --allow-missing-repository \
+    --skip-license --out "$python_stand_in" >/dev/null)
+
 cat >"$run_dir/user-data/User/settings.json" <<EOF
 {
+  "python.defaultInterpreterPath": "$run_dir/venv-a/bin/python",
   "security.workspace.trust.enabled": false,
   "workbench.startupEditor": "none",
   "workbench.tips.enabled": false,
@@ -110,6 +128,11 @@ printf 'auth: none\ncert: false\n' >"$run_dir/config.yaml"
 "$code_server" "${code_server_args[@]}" --install-extension "$vsix" --force >"$run_dir/install-extension.log" 2>&1 || {
   cat "$run_dir/install-extension.log" >&2
   echo "code-server could not install $vsix" >&2
+  exit 1
+}
+"$code_server" "${code_server_args[@]}" --install-extension "$python_stand_in" >>"$run_dir/install-extension.log" 2>&1 || {
+  cat "$run_dir/install-extension.log" >&2
+  echo "code-server could not install the Python extension stand-in" >&2
   exit 1
 }
 "$code_server" "${code_server_args[@]}" --list-extensions | grep -qx 'culint.culint' || {
@@ -174,6 +197,7 @@ CULINT_E2E_URL="http://127.0.0.1:$port/?folder=$workspace" \
   CULINT_E2E_CHROMIUM="$chromium_path" \
   CULINT_E2E_LOGS="$run_dir/user-data/logs" \
   CULINT_E2E_BUNDLED="${installed[0]}" \
+  CULINT_E2E_VENVS="$run_dir/venv-a:$run_dir/venv-b" \
   node "$suite_dir/test.mjs" || status=$?
 if [ "$status" != 0 ]; then
   log "code-server log (last 60 lines):"

@@ -9,6 +9,7 @@
 //   CULINT_E2E_CHROMIUM   the Chromium executable (default /usr/bin/chromium)
 //   CULINT_E2E_LOGS       code-server's log folder, where the extension's "culint" output goes
 //   CULINT_E2E_BUNDLED    the culint binary inside the installed extension, the one it must start
+//   CULINT_E2E_VENVS      two venvs (colon-separated) with culint installed; the first is selected
 
 import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
@@ -24,6 +25,7 @@ const workspace = requiredEnv("CULINT_E2E_WORKSPACE");
 const artifacts = requiredEnv("CULINT_E2E_ARTIFACTS");
 const logs = requiredEnv("CULINT_E2E_LOGS");
 const bundledBinary = requiredEnv("CULINT_E2E_BUNDLED");
+const [venvA, venvB] = requiredEnv("CULINT_E2E_VENVS").split(":");
 const chromiumPath = process.env.CULINT_E2E_CHROMIUM || "/usr/bin/chromium";
 
 const WORKBENCH_ATTEMPTS = 3;
@@ -64,6 +66,12 @@ try {
   await step("culint: Fix all applies the safe fixes", () => fixAllRewritesFile());
   await step("culint: Explain error explains the selected log", () => explainsSelection());
   await step("culint: Probe GPU reports", () => probeReports());
+  await step("without the bundled binary, the server is the selected Python environment's culint", () =>
+    serverIsPythonEnvironmentsCulint(),
+  );
+  await step("selecting another Python environment restarts the server with its culint", () =>
+    otherEnvironmentRestartsServer(),
+  );
 } catch (error) {
   failed = true;
   console.error(`FAILED at step "${currentStep}": ${error instanceof Error ? error.stack : error}`);
@@ -148,6 +156,49 @@ async function serverIsBundledBinary() {
     started.includes(`Starting ${bundledBinary} server (found via the binary bundled with the extension)`),
     `expected the extension to start ${bundledBinary}, the binary bundled in it; it logged:\n${started}`,
   );
+}
+
+/** Takes the bundled binary away (as in the .vsix for other platforms, which has none) and
+ * restarts the server: the extension must find culint in the venv the Python extension selected. */
+async function serverIsPythonEnvironmentsCulint() {
+  rmSync(bundledBinary);
+  await focusEditor();
+  await runCommand("culint: Restart server");
+  await serverStartedFrom(join(venvA, "bin", "culint"), "the selected Python environment");
+  await problemsStillShowFindings();
+}
+
+async function otherEnvironmentRestartsServer() {
+  // The command asks for the path in the same quick-input widget the palette uses.
+  await page.keyboard.press("F1");
+  const input = page.locator(".quick-input-widget input.input");
+  await input.fill(">Python: Select Interpreter");
+  await page.locator(".quick-input-widget .monaco-list-row", { hasText: "Python: Select Interpreter" }).first().click();
+  await page.locator(".quick-input-widget", { hasText: "Path to a Python interpreter" }).waitFor();
+  await input.fill(join(venvB, "bin", "python"));
+  await page.keyboard.press("Enter");
+  await serverStartedFrom(join(venvB, "bin", "culint"), "the selected Python environment");
+  await problemsStillShowFindings();
+}
+
+async function serverStartedFrom(binary, source) {
+  const expected = `Starting ${binary} server (found via ${source})`;
+  await waitFor(
+    () => logLines(logs).some((line) => line.includes(expected)),
+    60_000,
+    `the culint output's line "${expected}" under ${logs}`,
+  );
+}
+
+/** CUL201 has only an unsafe fix, so neither fix step removed it: the new server reports it. */
+async function problemsStillShowFindings() {
+  await runCommand("View: Focus Problems");
+  await page
+    .locator(".markers-panel .monaco-list-row", { hasText: "CUL201" })
+    .first()
+    .waitFor({ timeout: DIAGNOSTICS_TIMEOUT_MS });
+  await screenshot("python-environment.png");
+  await focusEditor();
 }
 
 function logLines(directory) {
