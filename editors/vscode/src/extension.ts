@@ -6,6 +6,7 @@ import { ResponseError } from "vscode-languageclient/node";
 
 import { MarkdownView, SCHEME } from "./markdownView";
 import { type ProbeSummary, summarizeProbe, summarizeProbeFailure } from "./probeReport";
+import { PythonEnvironment } from "./pythonEnvironment";
 import { CulintServer, errorMessage } from "./server";
 
 /** LSP's RequestFailed: the server's answer to `culint.probe` on a machine with no NVIDIA driver
@@ -20,11 +21,18 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const gpuStatus = vscode.window.createStatusBarItem("culint.gpu", vscode.StatusBarAlignment.Right, 100);
   gpuStatus.name = "culint GPU memory";
   gpuStatus.command = "culint.probeGpu";
-  server = new CulintServer(output);
+  const python = new PythonEnvironment(output, async () => {
+    if (culint.dependsOnPythonEnvironment()) {
+      output.info("Another Python environment was selected: looking for culint again");
+      await culint.restart();
+    }
+  });
+  server = new CulintServer(output, context.asAbsolutePath("bundled"), python);
   const culint = server;
 
   context.subscriptions.push(
     output,
+    python,
     markdownView,
     gpuStatus,
     culint,

@@ -11,7 +11,8 @@ import {
   State,
 } from "vscode-languageclient/node";
 
-import { findCulint, INSTALL_COMMAND } from "./binary";
+import { type BinarySource, describeSource, findCulint, INSTALL_COMMAND } from "./binary";
+import type { PythonEnvironment } from "./pythonEnvironment";
 import { type ServerSettings, toServerSettings } from "./settings";
 
 const CLIENT_ID = "culint";
@@ -20,19 +21,33 @@ const CLIENT_NAME = "culint";
 export class CulintServer implements vscode.Disposable {
   private client: LanguageClient | undefined;
   private readonly traceOutput = vscode.window.createOutputChannel("culint Language Server Trace", { log: true });
+  /** Where the running server's binary came from; undefined when none was found. */
+  private source: BinarySource | undefined;
 
-  constructor(private readonly output: vscode.LogOutputChannel) {}
+  /** `bundledDirectory`: the folder a platform-specific .vsix carries the binary in. */
+  constructor(
+    private readonly output: vscode.LogOutputChannel,
+    private readonly bundledDirectory: string,
+    private readonly python: PythonEnvironment,
+  ) {}
 
   /** Starts the server, or explains in an error message why it cannot. */
   async start(): Promise<boolean> {
     const configuration = vscode.workspace.getConfiguration("culint");
-    const lookup = findCulint(configuration.get<string>("path") ?? "", process.env, workspaceFolder());
+    const lookup = await findCulint({
+      configuredPath: configuration.get<string>("path") ?? "",
+      workspaceFolder: workspaceFolder(),
+      bundledDirectory: this.bundledDirectory,
+      pythonScriptDirectories: () => this.python.scriptDirectories(vscode.workspace.workspaceFolders?.[0]?.uri),
+      env: process.env,
+    });
+    this.source = lookup.found ? lookup.source : undefined;
     if (!lookup.found) {
       this.output.error(lookup.message);
       void this.reportMissingBinary(lookup.message);
       return false;
     }
-    this.output.info(`Starting ${lookup.path} server (found via ${lookup.source})`);
+    this.output.info(`Starting ${lookup.path} server (found via ${describeSource(lookup.source)})`);
 
     const serverOptions: ServerOptions = { command: lookup.path, args: ["server"] };
     const clientOptions: LanguageClientOptions = {
@@ -60,6 +75,12 @@ export class CulintServer implements vscode.Disposable {
   async restart(): Promise<void> {
     await this.stop();
     await this.start();
+  }
+
+  /** Whether the binary may change with the selected Python environment: culint came from the
+   * last environment, or from a place looked at after it, or was not found at all. */
+  dependsOnPythonEnvironment(): boolean {
+    return this.source !== "culint.path" && this.source !== "bundled";
   }
 
   async stop(): Promise<void> {

@@ -8,5 +8,5 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../../.." && pwd)"
 command -v node >/dev/null || { echo "node is required for the Node replay" >&2; exit 1; }
-(cd "$root" && cargo build --quiet --bin culint)
-python3 "$here/check.py" "$root/target/debug/culint"
+culint=$("$root/tests/e2e/lib/build-culint.sh")
+python3 "$here/check.py" "$culint"

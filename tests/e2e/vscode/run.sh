@@ -1,6 +1,12 @@
 #!/usr/bin/env bash
-# End-to-end test of the VS Code extension in a real VS Code: builds culint and the .vsix, installs
-# the .vsix into code-server, and drives the workbench with Debian's Chromium (test.mjs).
+# End-to-end test of the VS Code extension in a real VS Code: builds culint and this platform's
+# .vsix with that binary inside, installs the .vsix into code-server, and drives the workbench with
+# Debian's Chromium (test.mjs). Nothing tells the extension where culint is: culint.path is unset,
+# and code-server runs with a PATH and CARGO_HOME that hold no culint, so the extension must start
+# the binary bundled in it. Then, with that binary taken away, it must start the culint of the
+# selected Python environment: a venv with the wheel installed, reported by a stand-in for the
+# Python extension (python-extension-stand-in/, as ms-python.python cannot be installed here), and
+# the other venv's culint once the other is selected.
 #
 # Installs what it needs once (apt packages; code-server under $CULINT_E2E_CACHE, default
 # ~/.cache/culint-e2e; playwright-core into this folder). Screenshots go to artifacts/.
@@ -46,21 +52,24 @@ npm_ci_if_stale "$suite_dir"
 
 # --- culint and the extension -----------------------------------------------------------------
 log "building culint"
-(cd "$repo_root" && cargo build --locked --quiet)
-culint="${CARGO_TARGET_DIR:-$repo_root/target}/debug/culint"
-[ -x "$culint" ] || { echo "culint binary missing at $culint after cargo build" >&2; exit 1; }
+culint=$("$repo_root/tests/e2e/lib/build-culint.sh")
 
-log "building the extension"
+case "$(uname -m)" in
+  x86_64) vsce_target=linux-x64 ;;
+  aarch64) vsce_target=linux-arm64 ;;
+  *) echo "no VS Code platform known for $(uname -m)" >&2; exit 1 ;;
+esac
+log "building the extension for $vsce_target with $culint inside"
 npm_ci_if_stale "$extension_dir"
 build_log=$(mktemp "${TMPDIR:-/tmp}/culint-e2e-vscode-build.XXXXXX")
-if ! (cd "$extension_dir" && npm test && npm run package) >"$build_log" 2>&1; then
+if ! (cd "$extension_dir" && npm test && npm run package -- --target "$vsce_target" --binary "$culint") >"$build_log" 2>&1; then
   cat "$build_log" >&2
   rm -f "$build_log"
   echo "building the extension in $extension_dir failed (unit tests, type check or packaging)" >&2
   exit 1
 fi
 rm -f "$build_log"
-vsix=$extension_dir/culint.vsix
+vsix=$extension_dir/culint-$vsce_target.vsix
 
 # --- a private code-server: its own config, user data, extensions and workspace ----------------
 run_dir=$(mktemp -d "${TMPDIR:-/tmp}/culint-e2e-vscode.XXXXXX")
@@ -83,9 +92,23 @@ trap cleanup EXIT
 workspace=$run_dir/workspace
 cp -r "$suite_dir/workspace-template" "$workspace"
 mkdir -p "$run_dir/user-data/User" "$run_dir/extensions"
+
+# Two Python environments with culint installed from this checkout's wheel, as `pip install
+# culint` would.
+log "building the wheel; two venvs with culint installed from it"
+wheel=$("$repo_root/tests/e2e/lib/build-wheel.sh" "$run_dir/wheel")
+for venv in venv-a venv-b; do
+  python3 -m venv "$run_dir/$venv"
+  "$run_dir/$venv/bin/pip" install --quiet --disable-pip-version-check --no-index "$wheel"
+done
+python_stand_in="$run_dir/python-extension-stand-in.vsix"
+(cd "$suite_dir/python-extension-stand-in" &&
+  node "$extension_dir/node_modules/@vscode/vsce/vsce" package --no-dependencies --allow-missing-repository \
+    --skip-license --out "$python_stand_in" >/dev/null)
+
 cat >"$run_dir/user-data/User/settings.json" <<EOF
 {
-  "culint.path": "$culint",
+  "python.defaultInterpreterPath": "$run_dir/venv-a/bin/python",
   "security.workspace.trust.enabled": false,
   "workbench.startupEditor": "none",
   "workbench.tips.enabled": false,
@@ -107,10 +130,33 @@ printf 'auth: none\ncert: false\n' >"$run_dir/config.yaml"
   echo "code-server could not install $vsix" >&2
   exit 1
 }
+"$code_server" "${code_server_args[@]}" --install-extension "$python_stand_in" >>"$run_dir/install-extension.log" 2>&1 || {
+  cat "$run_dir/install-extension.log" >&2
+  echo "code-server could not install the Python extension stand-in" >&2
+  exit 1
+}
 "$code_server" "${code_server_args[@]}" --list-extensions | grep -qx 'culint.culint' || {
   echo "culint.culint is not listed by code-server --list-extensions after installing $vsix" >&2
   exit 1
 }
+installed=("$run_dir"/extensions/culint.culint-*/bundled/culint)
+if [ ! -x "${installed[0]}" ] || ! cmp -s "${installed[0]}" "$culint"; then
+  echo "the installed extension holds no executable copy of $culint in bundled/ (${installed[0]})" >&2
+  exit 1
+fi
+
+# PATH without any folder that holds a culint (cargo's bin among them, when it has one), and a
+# CARGO_HOME with nothing in it: the bundled binary is the only culint the extension can find.
+path_without_culint=
+IFS=: read -r -a path_dirs <<<"$PATH"
+for dir in "${path_dirs[@]}"; do
+  [ -n "$dir" ] && [ ! -e "$dir/culint" ] && path_without_culint=${path_without_culint:+$path_without_culint:}$dir
+done
+if PATH=$path_without_culint command -v culint >/dev/null; then
+  echo "culint is still on PATH after removing the folders that hold it" >&2
+  exit 1
+fi
+mkdir -p "$run_dir/no-cargo-home"
 
 free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -121,7 +167,7 @@ free_port() {
 for attempt in 1 2 3; do
   port=$(free_port)
   log "starting code-server on 127.0.0.1:$port (attempt $attempt)"
-  setsid "$code_server" "${code_server_args[@]}" --bind-addr "127.0.0.1:$port" --auth none \
+  PATH=$path_without_culint CARGO_HOME=$run_dir/no-cargo-home setsid "$code_server" "${code_server_args[@]}" --bind-addr "127.0.0.1:$port" --auth none \
     --disable-telemetry --disable-update-check --disable-workspace-trust --disable-getting-started-override \
     "$workspace" >"$run_dir/code-server.log" 2>&1 &
   code_server_pid=$!
@@ -149,6 +195,9 @@ CULINT_E2E_URL="http://127.0.0.1:$port/?folder=$workspace" \
   CULINT_E2E_WORKSPACE="$workspace" \
   CULINT_E2E_ARTIFACTS="$artifacts" \
   CULINT_E2E_CHROMIUM="$chromium_path" \
+  CULINT_E2E_LOGS="$run_dir/user-data/logs" \
+  CULINT_E2E_BUNDLED="${installed[0]}" \
+  CULINT_E2E_VENVS="$run_dir/venv-a:$run_dir/venv-b" \
   node "$suite_dir/test.mjs" || status=$?
 if [ "$status" != 0 ]; then
   log "code-server log (last 60 lines):"

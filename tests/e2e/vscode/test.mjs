@@ -7,9 +7,12 @@
 //   CULINT_E2E_WORKSPACE  the workspace folder (a fresh copy of workspace-template/)
 //   CULINT_E2E_ARTIFACTS  where screenshots go
 //   CULINT_E2E_CHROMIUM   the Chromium executable (default /usr/bin/chromium)
+//   CULINT_E2E_LOGS       code-server's log folder, where the extension's "culint" output goes
+//   CULINT_E2E_BUNDLED    the culint binary inside the installed extension, the one it must start
+//   CULINT_E2E_VENVS      two venvs (colon-separated) with culint installed; the first is selected
 
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -20,6 +23,9 @@ import { SCENARIO } from "./scenario.mjs";
 const url = requiredEnv("CULINT_E2E_URL");
 const workspace = requiredEnv("CULINT_E2E_WORKSPACE");
 const artifacts = requiredEnv("CULINT_E2E_ARTIFACTS");
+const logs = requiredEnv("CULINT_E2E_LOGS");
+const bundledBinary = requiredEnv("CULINT_E2E_BUNDLED");
+const [venvA, venvB] = requiredEnv("CULINT_E2E_VENVS").split(":");
 const chromiumPath = process.env.CULINT_E2E_CHROMIUM || "/usr/bin/chromium";
 
 const WORKBENCH_ATTEMPTS = 3;
@@ -54,11 +60,18 @@ try {
   await step("workbench loads", () => openWorkbench());
   await step(`open ${SCENARIO.file}`, () => openFile(SCENARIO.file));
   await step("diagnostics appear in the Problems panel", () => problemsShowFindings());
+  await step("the server is the binary bundled in the .vsix", () => serverIsBundledBinary());
   await step("hover shows the rule doc", () => hoverShowsRuleDoc());
   await step("a quick fix rewrites the file", () => quickFixRewritesFile());
   await step("culint: Fix all applies the safe fixes", () => fixAllRewritesFile());
   await step("culint: Explain error explains the selected log", () => explainsSelection());
   await step("culint: Probe GPU reports", () => probeReports());
+  await step("without the bundled binary, the server is the selected Python environment's culint", () =>
+    serverIsPythonEnvironmentsCulint(),
+  );
+  await step("selecting another Python environment restarts the server with its culint", () =>
+    otherEnvironmentRestartsServer(),
+  );
 } catch (error) {
   failed = true;
   console.error(`FAILED at step "${currentStep}": ${error instanceof Error ? error.stack : error}`);
@@ -129,6 +142,69 @@ async function problemsShowFindings() {
   );
   await screenshot("problems.png");
   await focusEditor();
+}
+
+/** The extension logs which binary it started, and from where, to its "culint" output, which
+ * code-server writes under its log folder. */
+async function serverIsBundledBinary() {
+  const started = await waitFor(
+    () => logLines(logs).find((line) => line.includes(" server (found via ")),
+    30_000,
+    `the culint output's "Starting ... server (found via ...)" line under ${logs}`,
+  );
+  assert.ok(
+    started.includes(`Starting ${bundledBinary} server (found via the binary bundled with the extension)`),
+    `expected the extension to start ${bundledBinary}, the binary bundled in it; it logged:\n${started}`,
+  );
+}
+
+/** Takes the bundled binary away (as in the .vsix for other platforms, which has none) and
+ * restarts the server: the extension must find culint in the venv the Python extension selected. */
+async function serverIsPythonEnvironmentsCulint() {
+  rmSync(bundledBinary);
+  await focusEditor();
+  await runCommand("culint: Restart server");
+  await serverStartedFrom(join(venvA, "bin", "culint"), "the selected Python environment");
+  await problemsStillShowFindings();
+}
+
+async function otherEnvironmentRestartsServer() {
+  // The command asks for the path in the same quick-input widget the palette uses.
+  await page.keyboard.press("F1");
+  const input = page.locator(".quick-input-widget input.input");
+  await input.fill(">Python: Select Interpreter");
+  await page.locator(".quick-input-widget .monaco-list-row", { hasText: "Python: Select Interpreter" }).first().click();
+  await page.locator(".quick-input-widget", { hasText: "Path to a Python interpreter" }).waitFor();
+  await input.fill(join(venvB, "bin", "python"));
+  await page.keyboard.press("Enter");
+  await serverStartedFrom(join(venvB, "bin", "culint"), "the selected Python environment");
+  await problemsStillShowFindings();
+}
+
+async function serverStartedFrom(binary, source) {
+  const expected = `Starting ${binary} server (found via ${source})`;
+  await waitFor(
+    () => logLines(logs).some((line) => line.includes(expected)),
+    60_000,
+    `the culint output's line "${expected}" under ${logs}`,
+  );
+}
+
+/** CUL201 has only an unsafe fix, so neither fix step removed it: the new server reports it. */
+async function problemsStillShowFindings() {
+  await runCommand("View: Focus Problems");
+  await page
+    .locator(".markers-panel .monaco-list-row", { hasText: "CUL201" })
+    .first()
+    .waitFor({ timeout: DIAGNOSTICS_TIMEOUT_MS });
+  await screenshot("python-environment.png");
+  await focusEditor();
+}
+
+function logLines(directory) {
+  return readdirSync(directory, { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile() && entry.name.endsWith(".log"))
+    .flatMap((entry) => readFileSync(join(entry.parentPath, entry.name), "utf8").split("\n"));
 }
 
 async function hoverShowsRuleDoc() {
