@@ -17,6 +17,7 @@ pub mod knowledge;
 pub mod lint;
 pub mod lsp;
 pub mod module_spine;
+pub mod notebook;
 pub mod parse;
 pub mod prefilter;
 pub mod probe;

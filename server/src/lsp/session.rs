@@ -265,6 +265,8 @@ pub struct Session {
     pub workspace_folders: Vec<PathBuf>,
     pub hardware: Option<HardwareFacts>,
     pub documents: HashMap<Uri, OpenDocument>,
+    /// The open notebooks, whose cells are not among `documents`.
+    pub notebooks: crate::lsp::notebooks::Notebooks,
     /// The documents opened or edited last, most recent first (at most [`RETAINED_TREES`]).
     recently_active: std::collections::VecDeque<Uri>,
     /// Problems found before the client could be told (settings read during `initialize`).
@@ -358,6 +360,13 @@ impl Session {
                 problem: Some(format!("culint: {error}; linting with the editor's settings only")),
             },
         }
+    }
+
+    /// The lint settings for a text that is not among the open documents (a notebook's
+    /// program), whether the configuration excludes its file, and the configuration problem met.
+    pub fn settings_for(&self, path: Option<&Path>) -> (Arc<LintSettings>, bool, Option<String>) {
+        let settings = self.file_settings(path);
+        (Arc::new(settings.lint), settings.excluded, settings.problem)
     }
 
     pub fn snapshot(&self, uri: &Uri) -> Option<Snapshot> {

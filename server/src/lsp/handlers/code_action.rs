@@ -21,6 +21,9 @@ use crate::lsp::position::PositionMapper;
 use crate::lsp::session::Snapshot;
 
 pub async fn code_action(context: &ServerContext, params: CodeActionParams) -> Result<Option<CodeActionResponse>> {
+    if let Some(actions) = crate::lsp::notebooks::code_actions(context, &params) {
+        return Ok(Some(actions));
+    }
     let uri = params.text_document.uri;
     let only = params.context.only.as_deref();
     let ours: Vec<lsp::Diagnostic> =
