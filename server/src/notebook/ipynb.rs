@@ -55,7 +55,7 @@ impl NotebookFile {
         if let Some(language) = language_of(&document)
             && !language.eq_ignore_ascii_case("python")
         {
-            return Err(format!("skipped: a {language} notebook, not a Python one"));
+            return Err(format!("skipped: not a Python notebook (its language is {language})"));
         }
         let mut scanner = Scanner { text, at: 0 };
         let cells = scanner.notebook().map_err(|at| format!("not a valid notebook: unexpected JSON at byte {at}"))?;
@@ -440,7 +440,7 @@ mod tests {
         let old = NOTEBOOK.replace("\"nbformat\": 4", "\"nbformat\": 3");
         assert!(NotebookFile::parse(&old).unwrap_err().contains("nbformat 3"));
         let r = NOTEBOOK.replace("\"name\": \"python\"", "\"name\": \"R\"");
-        assert!(NotebookFile::parse(&r).unwrap_err().contains("R notebook"));
+        assert!(NotebookFile::parse(&r).unwrap_err().contains("its language is R"));
         assert!(NotebookFile::parse("{\"cells\": [").unwrap_err().starts_with("not a valid notebook"));
     }
 }
