@@ -324,3 +324,170 @@ pub fn code_actions(context: &ServerContext, params: &CodeActionParams) -> Optio
         .collect();
     Some(actions)
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use crate::lsp::position::PositionEncoding;
+    use crate::lsp::testing::{TestClient, apply_text_edits, basic_capabilities, edits_of};
+
+    const NOTEBOOK: &str = "file:///workspace/train.ipynb";
+
+    fn cell(n: usize) -> String {
+        format!("vscode-notebook-cell:/workspace/train.ipynb#cell{n}")
+    }
+
+    /// The model in the first cell, a markdown cell, and the step loop in the third, which
+    /// empties the cache every step (CUL201) behind a shell escape, and keeps its zeroed
+    /// gradients (CUL503, a safe fix).
+    const MODEL: &str = "!nvidia-smi\nimport torch\nmodel = torch.nn.Linear(8, 1).cuda().bfloat16()\noptimizer = torch.optim.AdamW(model.parameters())";
+    const LOOP: &str = "for batch in loader:\n    loss = model(batch.cuda()).sum()\n    loss.backward()\n    optimizer.step()\n    optimizer.zero_grad(set_to_none=False)\n    torch.cuda.empty_cache()\n";
+
+    fn item(n: usize, language: &str, text: &str) -> Value {
+        json!({"uri": cell(n), "languageId": language, "version": 1, "text": text})
+    }
+
+    async fn open_notebook(client: &mut TestClient) {
+        client
+            .notify(
+                "notebookDocument/didOpen",
+                json!({
+                    "notebookDocument": {
+                        "uri": NOTEBOOK, "notebookType": "jupyter-notebook", "version": 0,
+                        "cells": [
+                            {"kind": 2, "document": cell(1)},
+                            {"kind": 1, "document": cell(2)},
+                            {"kind": 2, "document": cell(3)},
+                        ],
+                    },
+                    "cellTextDocuments": [
+                        item(1, "python", MODEL),
+                        item(2, "markdown", "# Training\n    torch.cuda.empty_cache()"),
+                        item(3, "python", LOOP),
+                    ],
+                }),
+            )
+            .await;
+    }
+
+    fn codes(diagnostics: &[Value]) -> Vec<(&str, u64)> {
+        diagnostics.iter().map(|d| (d["code"].as_str().unwrap(), d["range"]["start"]["line"].as_u64().unwrap())).collect()
+    }
+
+    #[tokio::test]
+    async fn each_cell_gets_the_findings_of_the_notebook_in_it() {
+        let (mut client, result) = TestClient::start(basic_capabilities(), json!({})).await;
+        let sync = &result["capabilities"]["notebookDocumentSync"];
+        assert_eq!(sync["notebookSelector"], json!([{"cells": [{"language": "python"}]}]));
+        open_notebook(&mut client).await;
+        let in_loop = client.diagnostics(&cell(3), 1).await;
+        // The cast in the first cell is the model the loop trains: no fp32 finding (CUL302).
+        assert_eq!(codes(&in_loop), [("CUL503", 4), ("CUL201", 5)], "{in_loop:#?}");
+        assert!(client.diagnostics(&cell(1), 1).await.is_empty());
+        // The markdown cell is no part of the program, and is published nothing.
+        assert!(!client.received("textDocument/publishDiagnostics").iter().any(|m| m["params"]["uri"] == cell(2)));
+        client.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn edits_moves_and_removals_of_cells_are_followed() {
+        let (mut client, _) = TestClient::start(basic_capabilities(), json!({})).await;
+        open_notebook(&mut client).await;
+        client.diagnostics(&cell(3), 1).await;
+
+        // Delete the last line of the loop cell: CUL201 goes.
+        let edit = json!({
+            "notebookDocument": {"uri": NOTEBOOK, "version": 1},
+            "change": {"cells": {"textContent": [{
+                "document": {"uri": cell(3), "version": 2},
+                "changes": [{"range": {"start": {"line": 5, "character": 0}, "end": {"line": 6, "character": 0}}, "text": ""}],
+            }]}},
+        });
+        client.notify("notebookDocument/didChange", edit).await;
+        assert_eq!(codes(&client.diagnostics(&cell(3), 2).await), [("CUL503", 4)]);
+
+        // A new cell before the model, that empties the cache on every step of its own loop;
+        // then the model's cell is removed, and its diagnostics withdrawn.
+        let insert = json!({
+            "notebookDocument": {"uri": NOTEBOOK, "version": 2},
+            "change": {"cells": {"structure": {
+                "array": {"start": 0, "deleteCount": 0, "cells": [{"kind": 2, "document": cell(4)}]},
+                "didOpen": [item(4, "python", LOOP)],
+            }}},
+        });
+        client.notify("notebookDocument/didChange", insert).await;
+        assert_eq!(codes(&client.diagnostics(&cell(4), 1).await), [("CUL503", 4), ("CUL201", 5)]);
+        let remove = json!({
+            "notebookDocument": {"uri": NOTEBOOK, "version": 3},
+            "change": {"cells": {"structure": {
+                "array": {"start": 1, "deleteCount": 1},
+                "didClose": [{"uri": cell(1)}],
+            }}},
+        });
+        client.notify("notebookDocument/didChange", remove).await;
+        let withdrawn = client
+            .wait_for(|m| {
+                m["method"] == "textDocument/publishDiagnostics"
+                    && m["params"]["uri"] == cell(1)
+                    && m["params"]["version"].is_null()
+            })
+            .await;
+        assert_eq!(withdrawn["params"]["diagnostics"], json!([]));
+
+        client.notify("notebookDocument/didClose", json!({"notebookDocument": {"uri": NOTEBOOK}, "cellTextDocuments": []})).await;
+        for closed in [cell(3), cell(4)] {
+            let cleared = client
+                .wait_for(|m| {
+                    m["method"] == "textDocument/publishDiagnostics"
+                        && m["params"]["uri"] == closed
+                        && m["params"]["version"].is_null()
+                })
+                .await;
+            assert_eq!(cleared["params"]["diagnostics"], json!([]));
+        }
+        client.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn a_quick_fix_edits_its_cell() {
+        let (mut client, _) = TestClient::start(basic_capabilities(), json!({})).await;
+        open_notebook(&mut client).await;
+        let diagnostics = client.diagnostics(&cell(3), 1).await;
+        let cul503 = diagnostics.iter().find(|d| d["code"] == "CUL503").unwrap().clone();
+        let actions = client
+            .request(
+                "textDocument/codeAction",
+                json!({
+                    "textDocument": {"uri": cell(3)},
+                    "range": cul503["range"],
+                    "context": {"diagnostics": [cul503]},
+                }),
+            )
+            .await
+            .unwrap();
+        let fix = &actions.as_array().unwrap()[0];
+        assert_eq!(fix["kind"], "quickfix");
+        assert_eq!(fix["isPreferred"], true);
+        let change = &fix["edit"]["documentChanges"][0];
+        assert_eq!(change["textDocument"], json!({"uri": cell(3), "version": 1}));
+        let fixed = apply_text_edits(LOOP, &edits_of(&fix["edit"]), PositionEncoding::Utf16);
+        assert_eq!(fixed, LOOP.replace("zero_grad(set_to_none=False)", "zero_grad()"));
+        client.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn a_pulling_client_is_pushed_a_notebook_s_diagnostics_once() {
+        let mut capabilities = basic_capabilities();
+        capabilities["textDocument"]["diagnostic"] = json!({"dynamicRegistration": false});
+        let (mut client, _) = TestClient::start(capabilities, json!({})).await;
+        open_notebook(&mut client).await;
+        assert_eq!(client.diagnostics(&cell(3), 1).await.len(), 2);
+        let pulled = client
+            .request("textDocument/diagnostic", json!({"textDocument": {"uri": cell(3)}}))
+            .await
+            .unwrap();
+        assert_eq!((pulled["kind"].as_str(), pulled["items"].as_array().map(Vec::len)), (Some("full"), Some(0)));
+        client.shutdown().await;
+    }
+}
