@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use tower_lsp_server::ls_types::{
     CodeAction, CodeActionKind, CodeActionOrCommand, CodeActionParams, DidChangeNotebookDocumentParams,
-    DidOpenNotebookDocumentParams, NotebookCell, NotebookCellKind, NotebookDocumentSyncOptions, NotebookSelector,
+    DidOpenNotebookDocumentParams, Notebook, NotebookCell, NotebookCellKind, NotebookDocumentSyncOptions, NotebookSelector,
     NotebookCellSelector, TextDocumentContentChangeEvent, TextDocumentItem, Uri,
 };
 
@@ -28,12 +28,14 @@ use crate::lsp::position::{PositionEncoding, PositionMapper};
 use crate::lsp::session::path_of;
 use crate::notebook::Program;
 
-/// What the server announces: notebooks of any type, their Python cells.
+/// What the server announces: notebooks of any type (`*`), their Python cells. The notebook is
+/// named rather than left out: lsprotocol, the types of pygls clients, cannot read a selector
+/// without one.
 pub fn sync_options() -> NotebookDocumentSyncOptions {
     NotebookDocumentSyncOptions {
-        notebook_selector: vec![NotebookSelector::ByCells {
-            notebook: None,
-            cells: vec![NotebookCellSelector { language: "python".to_owned() }],
+        notebook_selector: vec![NotebookSelector::ByNotebook {
+            notebook: Notebook::String("*".to_owned()),
+            cells: Some(vec![NotebookCellSelector { language: "python".to_owned() }]),
         }],
         save: Some(true),
     }
@@ -379,7 +381,7 @@ mod tests {
     async fn each_cell_gets_the_findings_of_the_notebook_in_it() {
         let (mut client, result) = TestClient::start(basic_capabilities(), json!({})).await;
         let sync = &result["capabilities"]["notebookDocumentSync"];
-        assert_eq!(sync["notebookSelector"], json!([{"cells": [{"language": "python"}]}]));
+        assert_eq!(sync["notebookSelector"], json!([{"notebook": "*", "cells": [{"language": "python"}]}]));
         open_notebook(&mut client).await;
         let in_loop = client.diagnostics(&cell(3), 1).await;
         // The cast in the first cell is the model the loop trains: no fp32 finding (CUL302).
