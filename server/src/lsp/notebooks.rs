@@ -13,7 +13,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use tower_lsp_server::ls_types::{
-    CodeAction, CodeActionKind, CodeActionOrCommand, CodeActionParams, DidChangeNotebookDocumentParams,
+    CodeAction, CodeActionKind, CodeActionOrCommand, CodeActionParams, Hover, HoverContents, MarkupContent,
+    MarkupKind, Position, DidChangeNotebookDocumentParams,
     DidOpenNotebookDocumentParams, Notebook, NotebookCell, NotebookCellKind, NotebookDocumentSyncOptions, NotebookSelector,
     NotebookCellSelector, TextDocumentContentChangeEvent, TextDocumentItem, Uri,
 };
@@ -24,6 +25,7 @@ use crate::lint::{LintContext, lint_text};
 use crate::lsp::context::ServerContext;
 use crate::lsp::diagnostics::{SOURCE, data_of, to_lsp};
 use crate::lsp::edits::{text_edits, workspace_edit};
+use crate::lsp::handlers::hover::diagnostic_hover;
 use crate::lsp::position::{PositionEncoding, PositionMapper};
 use crate::lsp::session::path_of;
 use crate::notebook::Program;
@@ -69,6 +71,8 @@ struct Cell {
     python: bool,
     text: String,
     version: i32,
+    /// The findings last published for the cell, and the version they were found in (for hover).
+    published: Option<(i32, Vec<Diagnostic>)>,
 }
 
 /// What a lint of a notebook needs, copied out of the session.
@@ -197,6 +201,14 @@ impl Notebooks {
     fn cell(&self, uri: &Uri) -> Option<&Cell> {
         self.open.get(self.owners.get(uri)?)?.cells.iter().find(|c| &c.uri == uri)
     }
+
+    /// Keep what is published for a cell of the notebook `snapshot` describes.
+    fn keep_published(&mut self, snapshot: &NotebookSnapshot, uri: &Uri, version: i32, findings: Vec<Diagnostic>) {
+        let notebook = self.open.get_mut(&snapshot.uri);
+        if let Some(cell) = notebook.and_then(|n| n.cells.iter_mut().find(|c| &c.uri == uri)) {
+            cell.published = Some((version, findings));
+        }
+    }
 }
 
 impl Cell {
@@ -210,9 +222,12 @@ impl Cell {
                 python: code && item.language_id.eq_ignore_ascii_case("python"),
                 text: item.text.clone(),
                 version: item.version,
+                published: None,
             },
             (None, Some(before)) => Self { python: code && before.python, ..before.clone() },
-            (None, None) => Self { uri: cell.document.clone(), python: code, text: String::new(), version: 0 },
+            (None, None) => {
+                Self { uri: cell.document.clone(), python: code, text: String::new(), version: 0, published: None }
+            }
         }
     }
 }
@@ -258,12 +273,22 @@ pub async fn lint_and_publish(context: &ServerContext, uri: Uri) {
         .await;
     let Ok(by_cell) = linted else { return };
     let _order = order.lock().await;
-    if !context.session.lock().notebooks.is_current(&snapshot) {
-        return;
-    }
-    for ((cell, version, text), diagnostics) in snapshot.cells.iter().zip(by_cell) {
-        let items = cell_diagnostics(&diagnostics, text, cell, *version, encoding);
-        context.client.publish_diagnostics(cell.clone(), items, Some(*version)).await;
+    let published: Vec<_> = {
+        let mut session = context.session.lock();
+        if !session.notebooks.is_current(&snapshot) {
+            return;
+        }
+        let cells = snapshot.cells.iter().zip(by_cell);
+        cells
+            .map(|((cell, version, text), diagnostics)| {
+                let items = cell_diagnostics(&diagnostics, text, cell, *version, encoding);
+                session.notebooks.keep_published(&snapshot, cell, *version, diagnostics);
+                (cell.clone(), *version, items)
+            })
+            .collect()
+    };
+    for (cell, version, items) in published {
+        context.client.publish_diagnostics(cell, items, Some(version)).await;
     }
     for cell in snapshot.removed {
         context.client.publish_diagnostics(cell, Vec::new(), None).await;
@@ -288,6 +313,24 @@ pub async fn clear(context: &ServerContext, cells: Vec<Uri>) {
     for cell in cells {
         context.client.publish_diagnostics(cell, Vec::new(), None).await;
     }
+}
+
+/// The rule docs over a finding in a notebook cell, from the findings published for the cell's
+/// current version; `None` when the document is not a notebook cell.
+pub fn hover(context: &ServerContext, uri: &Uri, position: Position) -> Option<Result<Option<Hover>, String>> {
+    let session = context.session.lock();
+    let cell = session.notebooks.cell(uri)?;
+    let mapper = PositionMapper::new(&cell.text, session.features.encoding);
+    let offset = match mapper.offset(position) {
+        Ok(offset) => offset,
+        Err(error) => return Some(Err(format!("culint: hover: {error}"))),
+    };
+    let findings = cell.published.as_ref().filter(|(version, _)| *version == cell.version).map(|(_, f)| f)?;
+    let hover = diagnostic_hover(findings, offset, session.lang).map(|(range, markdown)| Hover {
+        contents: HoverContents::Markup(MarkupContent { kind: MarkupKind::Markdown, value: markdown }),
+        range: Some(mapper.range(range)),
+    });
+    Some(Ok(hover))
 }
 
 /// The quick fixes for a notebook cell's diagnostics, from the fix each one carries for the
@@ -475,6 +518,21 @@ mod tests {
         assert_eq!(change["textDocument"], json!({"uri": cell(3), "version": 1}));
         let fixed = apply_text_edits(LOOP, &edits_of(&fix["edit"]), PositionEncoding::Utf16);
         assert_eq!(fixed, LOOP.replace("zero_grad(set_to_none=False)", "zero_grad()"));
+        client.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn hover_over_a_finding_in_a_cell_shows_its_rule() {
+        let (mut client, _) = TestClient::start(basic_capabilities(), json!({})).await;
+        open_notebook(&mut client).await;
+        client.diagnostics(&cell(3), 1).await;
+        let hover = |line, character| {
+            json!({"textDocument": {"uri": cell(3)}, "position": {"line": line, "character": character}})
+        };
+        let over = client.request("textDocument/hover", hover(5, 8)).await.unwrap();
+        assert!(over["contents"]["value"].as_str().unwrap().contains("CUL201"), "{over}");
+        assert_eq!(over["range"]["start"], json!({"line": 5, "character": 4}));
+        assert_eq!(client.request("textDocument/hover", hover(0, 2)).await.unwrap(), Value::Null);
         client.shutdown().await;
     }
 
