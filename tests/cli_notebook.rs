@@ -41,7 +41,11 @@ fn findings_are_reported_by_cell_and_line_in_the_text_formats() {
     assert!(!full.stdout.contains("culint cell"), "no program text shows: {}", full.stdout);
 
     let github = culint(dir.path(), &["check", "--output-format", "github", "--select", "CUL201"]);
-    assert!(github.stdout.starts_with("::warning file=train.ipynb,line=7,col=5,endLine=7,endColumn=29,"), "{}", github.stdout);
+    assert!(
+        github.stdout.starts_with("::warning file=train.ipynb,line=7,col=5,endLine=7,endColumn=29,"),
+        "{}",
+        github.stdout
+    );
     assert!(github.stdout.contains("::cell 5: `torch.cuda.empty_cache()` runs on every step"), "{}", github.stdout);
 }
 
@@ -180,7 +184,8 @@ fn stdin_reads_a_notebook_named_by_stdin_filename() {
         ACROSS_CELLS.as_bytes(),
     );
     assert!(run.stdout.contains("train.ipynb:cell 5:7:5: CUL201"), "{}{}", run.stdout, run.stderr);
-    let fixed = culint_stdin(dir.path(), &["check", "--fix", "--stdin-filename", "train.ipynb", "-"], ACROSS_CELLS.as_bytes());
+    let fixed =
+        culint_stdin(dir.path(), &["check", "--fix", "--stdin-filename", "train.ipynb", "-"], ACROSS_CELLS.as_bytes());
     let printed = fixed.stdout;
     assert!(printed.starts_with("{\n \"cells\": ["), "{printed}");
     assert!(printed.contains("\"    optimizer.zero_grad()\\n\""), "{printed}");
@@ -198,7 +203,11 @@ fn directories_include_notebooks_and_bad_notebooks_are_reported() {
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert!(run.stdout.contains("nb/train.ipynb:cell 5:"), "{}", run.stdout);
     assert!(!run.stdout.contains("checkpoint"), "hidden directories are skipped: {}", run.stdout);
-    assert!(run.stderr.contains("nb/analysis.ipynb: skipped: not a Python notebook (its language is R)"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("nb/analysis.ipynb: skipped: not a Python notebook (its language is R)"),
+        "{}",
+        run.stderr
+    );
 
     write(&dir.path().join("nb/broken.ipynb"), b"{\"cells\": [");
     let broken = culint(dir.path(), &["check", "--output-format", "concise"]);

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use crate::config::{ResolvedSettings, Resolver};
 use crate::diagnostic::Diagnostic;
 use crate::fix::Applicability;
-use crate::notebook::{NumberedProgram, is_notebook};
 use crate::lint::{LintContext, fix_text, lint_text, may_have_findings};
+use crate::notebook::{NumberedProgram, is_notebook};
 use crate::rules::{FixAvailability, by_code};
 use crate::text::LineIndex;
 

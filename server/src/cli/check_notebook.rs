@@ -29,7 +29,8 @@ pub fn check_notebook(
     };
     let code: Vec<usize> = (0..file.cells.len()).filter(|&i| file.cells[i].kind == CellKind::Code).collect();
     let program = Program::new(code.iter().map(|&i| &file.cells[i].source));
-    let numbered = |program: Program| Arc::new(NumberedProgram { program, numbers: code.iter().map(|i| i + 1).collect() });
+    let numbered =
+        |program: Program| Arc::new(NumberedProgram { program, numbers: code.iter().map(|i| i + 1).collect() });
 
     let program_source = SourceText { text: program.text.clone(), had_bom: false };
     let mut report = check_source(&program_source, path, display.clone(), settings, mode);

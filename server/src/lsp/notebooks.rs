@@ -13,10 +13,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use tower_lsp_server::ls_types::{
-    CodeAction, CodeActionKind, CodeActionOrCommand, CodeActionParams, Hover, HoverContents, MarkupContent,
-    MarkupKind, Position, DidChangeNotebookDocumentParams,
-    DidOpenNotebookDocumentParams, Notebook, NotebookCell, NotebookCellKind, NotebookDocumentSyncOptions, NotebookSelector,
-    NotebookCellSelector, TextDocumentContentChangeEvent, TextDocumentItem, Uri,
+    CodeAction, CodeActionKind, CodeActionOrCommand, CodeActionParams, DidChangeNotebookDocumentParams,
+    DidOpenNotebookDocumentParams, Hover, HoverContents, MarkupContent, MarkupKind, Notebook, NotebookCell,
+    NotebookCellKind, NotebookCellSelector, NotebookDocumentSyncOptions, NotebookSelector, Position,
+    TextDocumentContentChangeEvent, TextDocumentItem, Uri,
 };
 
 use crate::diagnostic::Diagnostic;
@@ -101,7 +101,11 @@ impl Notebooks {
 
     /// Apply a change: cells added, removed or moved, cell kinds, cell texts. An edit whose range
     /// is not in its cell is refused, and the notebook is left as it was before the edit.
-    pub fn change(&mut self, params: DidChangeNotebookDocumentParams, encoding: PositionEncoding) -> Result<(), String> {
+    pub fn change(
+        &mut self,
+        params: DidChangeNotebookDocumentParams,
+        encoding: PositionEncoding,
+    ) -> Result<(), String> {
         let uri = params.notebook_document.uri;
         let Some(notebook) = self.open.get_mut(&uri) else {
             return Err(format!("culint has no open notebook {}", uri.as_str()));
@@ -143,7 +147,11 @@ impl Notebooks {
         }
         for content in cells.text_content.unwrap_or_default() {
             let Some(cell) = notebook.cells.iter_mut().find(|c| c.uri == content.document.uri) else {
-                return Err(format!("culint has no cell {} in notebook {}", content.document.uri.as_str(), uri.as_str()));
+                return Err(format!(
+                    "culint has no cell {} in notebook {}",
+                    content.document.uri.as_str(),
+                    uri.as_str()
+                ));
             };
             let mut text = cell.text.clone();
             for change in &content.changes {
@@ -232,7 +240,11 @@ impl Cell {
     }
 }
 
-fn apply_change(text: &str, change: &TextDocumentContentChangeEvent, encoding: PositionEncoding) -> Result<String, String> {
+fn apply_change(
+    text: &str,
+    change: &TextDocumentContentChangeEvent,
+    encoding: PositionEncoding,
+) -> Result<String, String> {
     let Some(range) = change.range else { return Ok(change.text.clone()) };
     let range = PositionMapper::new(text, encoding)
         .text_range(range)
@@ -339,7 +351,7 @@ pub fn code_actions(context: &ServerContext, params: &CodeActionParams) -> Optio
     let session = context.session.lock();
     let cell = session.notebooks.cell(&params.text_document.uri)?;
     let (encoding, versioned) = (session.features.encoding, session.features.versioned_edits);
-    let wanted = params.context.only.as_ref().is_none_or(|only| only.iter().any(|k| *k == CodeActionKind::QUICKFIX));
+    let wanted = params.context.only.as_ref().is_none_or(|only| only.contains(&CodeActionKind::QUICKFIX));
     if !wanted {
         return Some(Vec::new());
     }
@@ -417,7 +429,10 @@ mod tests {
     }
 
     fn codes(diagnostics: &[Value]) -> Vec<(&str, u64)> {
-        diagnostics.iter().map(|d| (d["code"].as_str().unwrap(), d["range"]["start"]["line"].as_u64().unwrap())).collect()
+        diagnostics
+            .iter()
+            .map(|d| (d["code"].as_str().unwrap(), d["range"]["start"]["line"].as_u64().unwrap()))
+            .collect()
     }
 
     #[tokio::test]
@@ -480,7 +495,12 @@ mod tests {
             .await;
         assert_eq!(withdrawn["params"]["diagnostics"], json!([]));
 
-        client.notify("notebookDocument/didClose", json!({"notebookDocument": {"uri": NOTEBOOK}, "cellTextDocuments": []})).await;
+        client
+            .notify(
+                "notebookDocument/didClose",
+                json!({"notebookDocument": {"uri": NOTEBOOK}, "cellTextDocuments": []}),
+            )
+            .await;
         for closed in [cell(3), cell(4)] {
             let cleared = client
                 .wait_for(|m| {
@@ -526,9 +546,7 @@ mod tests {
         let (mut client, _) = TestClient::start(basic_capabilities(), json!({})).await;
         open_notebook(&mut client).await;
         client.diagnostics(&cell(3), 1).await;
-        let hover = |line, character| {
-            json!({"textDocument": {"uri": cell(3)}, "position": {"line": line, "character": character}})
-        };
+        let hover = |line, character| json!({"textDocument": {"uri": cell(3)}, "position": {"line": line, "character": character}});
         let over = client.request("textDocument/hover", hover(5, 8)).await.unwrap();
         assert!(over["contents"]["value"].as_str().unwrap().contains("CUL201"), "{over}");
         assert_eq!(over["range"]["start"], json!({"line": 5, "character": 4}));
@@ -543,10 +561,8 @@ mod tests {
         let (mut client, _) = TestClient::start(capabilities, json!({})).await;
         open_notebook(&mut client).await;
         assert_eq!(client.diagnostics(&cell(3), 1).await.len(), 2);
-        let pulled = client
-            .request("textDocument/diagnostic", json!({"textDocument": {"uri": cell(3)}}))
-            .await
-            .unwrap();
+        let pulled =
+            client.request("textDocument/diagnostic", json!({"textDocument": {"uri": cell(3)}})).await.unwrap();
         assert_eq!((pulled["kind"].as_str(), pulled["items"].as_array().map(Vec::len)), (Some("full"), Some(0)));
         client.shutdown().await;
     }

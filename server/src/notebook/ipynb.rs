@@ -84,10 +84,7 @@ impl NotebookFile {
 /// The notebook's language, from `metadata.language_info.name` or the kernel's.
 fn language_of(document: &Value) -> Option<&str> {
     let metadata = document.get("metadata")?;
-    metadata
-        .pointer("/language_info/name")
-        .or_else(|| metadata.pointer("/kernelspec/language"))
-        .and_then(Value::as_str)
+    metadata.pointer("/language_info/name").or_else(|| metadata.pointer("/kernelspec/language")).and_then(Value::as_str)
 }
 
 /// `source` as a JSON string, escaped as Python's `json` module (and so nbformat) escapes it.

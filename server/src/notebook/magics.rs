@@ -38,9 +38,7 @@ impl Masked {
             let magic_indentation = match continued.take() {
                 Some(indentation) => Some(indentation),
                 None if whole_cell => Some(String::new()),
-                None if state.at_statement_start() && is_ipython_line(body, index == 0) => {
-                    Some(indentation.to_owned())
-                }
+                None if state.at_statement_start() && is_ipython_line(body, index == 0) => Some(indentation.to_owned()),
                 None => None,
             };
             match magic_indentation {

@@ -141,8 +141,11 @@ impl Program {
                 let (other, range) = self.locate_range(range);
                 (other == cell).then_some(range)
             };
-            let related =
-                diagnostic.related.iter().filter_map(|r| Some(Related { range: in_cell(r.range)?, ..r.clone() })).collect();
+            let related = diagnostic
+                .related
+                .iter()
+                .filter_map(|r| Some(Related { range: in_cell(r.range)?, ..r.clone() }))
+                .collect();
             let fix = diagnostic.fix.as_ref().and_then(|fix| {
                 let edits = fix
                     .edits

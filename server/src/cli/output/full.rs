@@ -105,8 +105,8 @@ fn render_one(finding: &Located<'_>, path: &str, renderer: &Renderer) -> String 
         diagnostic.related.iter().map(|related| (frame.range(finding, related.range), related)).collect();
     for (range, related) in &related {
         if let Some(range) = range.filter(|r| in_window(*r)) {
-            snippet =
-                snippet.annotation(AnnotationKind::Context.span(clamp(range, offset, source.len())).label(&*related.message));
+            snippet = snippet
+                .annotation(AnnotationKind::Context.span(clamp(range, offset, source.len())).label(&*related.message));
         }
     }
     let marker = if is_applicable(finding.report, diagnostic) { "[*] " } else { "" };

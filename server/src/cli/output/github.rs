@@ -29,7 +29,11 @@ pub fn render(findings: &[Located<'_>], options: &RenderOptions<'_>) -> String {
             finding.end.row,
             finding.end.column,
             escape_property(&title),
-            escape_data(&format!("{}{}", finding.cell.map(|n| format!("cell {n}: ")).unwrap_or_default(), diagnostic.message))
+            escape_data(&format!(
+                "{}{}",
+                finding.cell.map(|n| format!("cell {n}: ")).unwrap_or_default(),
+                diagnostic.message
+            ))
         ));
     }
     out
