@@ -12,20 +12,24 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use tower_lsp_server::jsonrpc;
 use tower_lsp_server::ls_types::{
     CodeAction, CodeActionKind, CodeActionOrCommand, CodeActionParams, DidChangeNotebookDocumentParams,
-    DidOpenNotebookDocumentParams, Hover, HoverContents, MarkupContent, MarkupKind, Notebook, NotebookCell,
-    NotebookCellKind, NotebookCellSelector, NotebookDocumentSyncOptions, NotebookSelector, Position,
-    TextDocumentContentChangeEvent, TextDocumentItem, Uri,
+    DidOpenNotebookDocumentParams, DocumentChanges, Hover, HoverContents, MarkupContent, MarkupKind, Notebook,
+    NotebookCell, NotebookCellKind, NotebookCellSelector, NotebookDocumentSyncOptions, NotebookSelector, OneOf,
+    OptionalVersionedTextDocumentIdentifier, Position, TextDocumentContentChangeEvent, TextDocumentEdit,
+    TextDocumentItem, Uri, WorkspaceEdit,
 };
 
 use crate::diagnostic::Diagnostic;
 use crate::fix::Applicability;
-use crate::lint::{LintContext, lint_text};
+use crate::lint::{LintContext, fix_text, lint_text};
 use crate::lsp::context::ServerContext;
 use crate::lsp::diagnostics::{SOURCE, data_of, to_lsp};
-use crate::lsp::edits::{text_edits, workspace_edit};
+use crate::lsp::edits::{diff, text_edits, workspace_edit};
+use crate::lsp::handlers::code_action::requested;
 use crate::lsp::handlers::hover::diagnostic_hover;
+use crate::lsp::handlers::initialize::FIX_ALL_KIND;
 use crate::lsp::position::{PositionEncoding, PositionMapper};
 use crate::lsp::session::path_of;
 use crate::notebook::Program;
@@ -185,6 +189,7 @@ impl Notebooks {
         self.open.keys().cloned().collect()
     }
 
+    /// What a lint of the notebook needs; the cells removed since the last one go with it.
     pub fn snapshot(&mut self, uri: &Uri) -> Option<NotebookSnapshot> {
         let notebook = self.open.get_mut(uri)?;
         Some(NotebookSnapshot {
@@ -258,53 +263,118 @@ fn apply_change(
 
 /// Lint an open notebook and push each cell's diagnostics, unless it changed meanwhile.
 pub async fn lint_and_publish(context: &ServerContext, uri: Uri) {
-    let prepared = {
+    let (snapshot, settings, project, encoding, order) = {
         let mut session = context.session.lock();
         let Some(snapshot) = session.notebooks.snapshot(&uri) else { return };
-        let (settings, excluded, problem) = session.settings_for(snapshot.path.as_deref());
+        let settings = session.settings_for(snapshot.path.as_deref());
         let order = Arc::clone(&session.notebooks.publish_order);
-        (snapshot, settings, excluded, problem, session.project.clone(), session.features.encoding, order)
+        (snapshot, settings, session.project.clone(), session.features.encoding, order)
     };
-    let (snapshot, settings, excluded, problem, project, encoding, order) = prepared;
-    if let Some(problem) = problem {
-        context.report_problem(&problem).await;
+    if let Some(problem) = &settings.problem {
+        context.report_problem(problem).await;
     }
     let cells: Vec<String> = snapshot.cells.iter().map(|(_, _, text)| text.clone()).collect();
     let path = snapshot.path.clone();
     let linted = context
         .computing("lint", move || {
             let program = Program::new(&cells);
-            let diagnostics = if excluded {
+            let diagnostics = if settings.excluded {
                 Vec::new()
             } else {
                 let context = LintContext { path: path.as_deref(), project: Some(&project) };
-                lint_text(&program.text, context, &settings)
+                lint_text(&program.text, context, &settings.lint)
             };
             program.by_cell(&diagnostics)
         })
         .await;
-    let Ok(by_cell) = linted else { return };
     let _order = order.lock().await;
     let published: Vec<_> = {
         let mut session = context.session.lock();
-        if !session.notebooks.is_current(&snapshot) {
-            return;
+        match linted {
+            // A newer change makes the result stale: the lint of that change publishes.
+            Ok(by_cell) if session.notebooks.is_current(&snapshot) => snapshot
+                .cells
+                .iter()
+                .zip(by_cell)
+                .map(|((cell, version, text), diagnostics)| {
+                    let items = cell_diagnostics(&diagnostics, text, cell, *version, encoding);
+                    session.notebooks.keep_published(&snapshot, cell, *version, diagnostics);
+                    (cell.clone(), Some(*version), items)
+                })
+                .collect(),
+            _ => Vec::new(),
         }
-        let cells = snapshot.cells.iter().zip(by_cell);
-        cells
-            .map(|((cell, version, text), diagnostics)| {
-                let items = cell_diagnostics(&diagnostics, text, cell, *version, encoding);
-                session.notebooks.keep_published(&snapshot, cell, *version, diagnostics);
-                (cell.clone(), *version, items)
-            })
-            .collect()
     };
-    for (cell, version, items) in published {
-        context.client.publish_diagnostics(cell, items, Some(version)).await;
+    // A removed cell's findings are withdrawn whatever became of the lint.
+    let withdrawn = snapshot.removed.iter().map(|cell| (cell.clone(), None, Vec::new()));
+    for (cell, version, items) in published.into_iter().chain(withdrawn) {
+        context.client.publish_diagnostics(cell, items, version).await;
     }
-    for cell in snapshot.removed {
-        context.client.publish_diagnostics(cell, Vec::new(), None).await;
+}
+
+/// Fix everything fixable in the notebook a cell belongs to, as `culint check --fix` fixes the
+/// notebook: the edit of every cell the fixes change, and how many fixes; `None` when the
+/// document is not a notebook cell.
+pub async fn fix_all(context: &ServerContext, cell: &Uri) -> Option<jsonrpc::Result<(Option<WorkspaceEdit>, usize)>> {
+    let (cells, path, settings, project, encoding, versioned) = {
+        let session = context.session.lock();
+        let notebooks = &session.notebooks;
+        let notebook = notebooks.open.get(notebooks.owners.get(cell)?)?;
+        let cells: Vec<Cell> = notebook.cells.iter().filter(|c| c.python).cloned().collect();
+        let settings = session.settings_for(notebook.path.as_deref());
+        let features = &session.features;
+        (cells, notebook.path.clone(), settings, session.project.clone(), features.encoding, features.versioned_edits)
+    };
+    let texts: Vec<String> = cells.iter().map(|c| c.text.clone()).collect();
+    let fixed = context
+        .computing("fix all", move || {
+            if settings.excluded {
+                return None;
+            }
+            let program = Program::new(&texts);
+            let context = LintContext { path: path.as_deref(), project: Some(&project) };
+            let threshold = if settings.unsafe_fixes { Applicability::Unsafe } else { Applicability::Safe };
+            let outcome = fix_text(&program.text, context, &settings.lint, threshold);
+            Some((program.cells_after(&outcome.text)?, outcome.fixed))
+        })
+        .await;
+    let (after, fixes) = match fixed {
+        Ok(Some(fixed)) => fixed,
+        Ok(None) => return Some(Ok((None, 0))),
+        Err(error) => return Some(Err(error)),
+    };
+    let changes: Vec<TextDocumentEdit> = cells
+        .iter()
+        .zip(&after)
+        .filter(|(cell, text)| cell.text != **text)
+        .map(|(cell, text)| TextDocumentEdit {
+            text_document: OptionalVersionedTextDocumentIdentifier {
+                uri: cell.uri.clone(),
+                version: versioned.then_some(cell.version),
+            },
+            edits: text_edits(&diff(&cell.text, text), &PositionMapper::new(&cell.text, encoding))
+                .into_iter()
+                .map(OneOf::Left)
+                .collect(),
+        })
+        .collect();
+    if changes.is_empty() {
+        return Some(Ok((None, 0)));
     }
+    let edit = if versioned {
+        WorkspaceEdit { document_changes: Some(DocumentChanges::Edits(changes)), ..WorkspaceEdit::default() }
+    } else {
+        let by_cell = changes
+            .into_iter()
+            .map(|change| {
+                let edits =
+                    change.edits.into_iter().filter_map(|e| if let OneOf::Left(e) = e { Some(e) } else { None });
+                (change.text_document.uri, edits.collect())
+            })
+            .collect();
+        WorkspaceEdit { changes: Some(by_cell), ..WorkspaceEdit::default() }
+    };
+    Some(Ok((Some(edit), fixes)))
 }
 
 fn cell_diagnostics(
@@ -345,16 +415,47 @@ pub fn hover(context: &ServerContext, uri: &Uri, position: Position) -> Option<R
     Some(Ok(hover))
 }
 
-/// The quick fixes for a notebook cell's diagnostics, from the fix each one carries for the
-/// cell's current version; `None` when the document is not a notebook cell.
-pub fn code_actions(context: &ServerContext, params: &CodeActionParams) -> Option<Vec<CodeActionOrCommand>> {
+/// The code actions for a notebook cell: the quick fix each of its diagnostics carries for the
+/// cell's current version, and fix-all over the notebook; `None` when the document is not a
+/// notebook cell.
+pub async fn code_actions(
+    context: &ServerContext,
+    params: &CodeActionParams,
+) -> Option<jsonrpc::Result<Vec<CodeActionOrCommand>>> {
+    let only = params.context.only.as_deref();
+    let mut actions = quick_fixes(context, params, only)?;
+    // In the light-bulb menu (no `only`), fix-all is offered next to something fixable.
+    let fix_all_kind = CodeActionKind::new(FIX_ALL_KIND);
+    let want_fix_all = match only {
+        Some(_) => requested(only, &fix_all_kind),
+        None => !actions.is_empty(),
+    };
+    if want_fix_all {
+        match fix_all(context, &params.text_document.uri).await? {
+            Ok((Some(edit), _)) => actions.push(CodeActionOrCommand::CodeAction(CodeAction {
+                title: "culint: Fix all auto-fixable problems".to_owned(),
+                kind: Some(fix_all_kind),
+                edit: Some(edit),
+                ..CodeAction::default()
+            })),
+            Ok((None, _)) => {}
+            Err(error) => return Some(Err(error)),
+        }
+    }
+    Some(Ok(actions))
+}
+
+fn quick_fixes(
+    context: &ServerContext,
+    params: &CodeActionParams,
+    only: Option<&[CodeActionKind]>,
+) -> Option<Vec<CodeActionOrCommand>> {
     let session = context.session.lock();
     let cell = session.notebooks.cell(&params.text_document.uri)?;
-    let (encoding, versioned) = (session.features.encoding, session.features.versioned_edits);
-    let wanted = params.context.only.as_ref().is_none_or(|only| only.contains(&CodeActionKind::QUICKFIX));
-    if !wanted {
+    if !requested(only, &CodeActionKind::QUICKFIX) {
         return Some(Vec::new());
     }
+    let (encoding, versioned) = (session.features.encoding, session.features.versioned_edits);
     let mapper = PositionMapper::new(&cell.text, encoding);
     let actions = params
         .context
@@ -538,6 +639,32 @@ mod tests {
         assert_eq!(change["textDocument"], json!({"uri": cell(3), "version": 1}));
         let fixed = apply_text_edits(LOOP, &edits_of(&fix["edit"]), PositionEncoding::Utf16);
         assert_eq!(fixed, LOOP.replace("zero_grad(set_to_none=False)", "zero_grad()"));
+        client.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn fix_all_edits_every_cell_it_fixes() {
+        let (mut client, _) = TestClient::start(basic_capabilities(), json!({"unsafeFixes": true})).await;
+        open_notebook(&mut client).await;
+        client.diagnostics(&cell(3), 1).await;
+        let only_fix_all = json!({
+            "textDocument": {"uri": cell(3)},
+            "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
+            "context": {"diagnostics": [], "only": ["source.fixAll.culint"]},
+        });
+        let actions = client.request("textDocument/codeAction", only_fix_all).await.unwrap();
+        let fix_all = &actions.as_array().unwrap()[0];
+        assert_eq!(fix_all["kind"], "source.fixAll.culint");
+        let changes = fix_all["edit"]["documentChanges"].as_array().unwrap();
+        assert_eq!(changes.len(), 1, "only the loop's cell changes: {changes:#?}");
+        assert_eq!(changes[0]["textDocument"], json!({"uri": cell(3), "version": 1}));
+        let fixed = apply_text_edits(LOOP, &edits_of(&fix_all["edit"]), PositionEncoding::Utf16);
+        assert!(fixed.contains("    optimizer.zero_grad()\ntorch.cuda.empty_cache()\n"), "{fixed}");
+
+        let command = json!({"command": "culint.applyAllFixes", "arguments": [cell(3)]});
+        let applied = client.request("workspace/executeCommand", command).await.unwrap();
+        assert_eq!(applied, json!({"applied": true, "fixes": 2}));
+        assert_eq!(client.applied_edits[0], fix_all["edit"]);
         client.shutdown().await;
     }
 

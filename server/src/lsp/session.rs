@@ -234,11 +234,11 @@ fn on_a_thread_of_its_own<T: Send>(work: impl Fn() -> T + Sync) -> T {
 const RETAINED_TREES: usize = 8;
 
 /// The settings for one file, resolved from the project's configuration and the editor's.
-struct FileSettings {
-    lint: LintSettings,
-    unsafe_fixes: bool,
-    excluded: bool,
-    problem: Option<String>,
+pub struct FileSettings {
+    pub lint: LintSettings,
+    pub unsafe_fixes: bool,
+    pub excluded: bool,
+    pub problem: Option<String>,
 }
 
 #[derive(Default)]
@@ -362,11 +362,9 @@ impl Session {
         }
     }
 
-    /// The lint settings for a text that is not among the open documents (a notebook's
-    /// program), whether the configuration excludes its file, and the configuration problem met.
-    pub fn settings_for(&self, path: Option<&Path>) -> (Arc<LintSettings>, bool, Option<String>) {
-        let settings = self.file_settings(path);
-        (Arc::new(settings.lint), settings.excluded, settings.problem)
+    /// The settings for a text that is not among the open documents (a notebook's program).
+    pub fn settings_for(&self, path: Option<&Path>) -> FileSettings {
+        self.file_settings(path)
     }
 
     pub fn snapshot(&self, uri: &Uri) -> Option<Snapshot> {
