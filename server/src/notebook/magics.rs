@@ -32,13 +32,21 @@ impl Masked {
         // The indentation of the magic a continued (`\`) line belongs to.
         let mut continued: Option<String> = None;
         let whole_cell = whole_cell_magic(source);
+        // The line a cell magic may be on: the first, after any comments (Colab's `#@title`
+        // form lines come before a `%%time`).
+        let magic_line = source.split_inclusive('\n').position(|line| {
+            let line = line.trim();
+            !line.is_empty() && !line.starts_with('#')
+        });
         for (index, line) in source.split_inclusive('\n').enumerate() {
             let (body, ending) = split_ending(line);
             let indentation = &body[..body.len() - body.trim_start().len()];
             let magic_indentation = match continued.take() {
                 Some(indentation) => Some(indentation),
-                None if whole_cell => Some(String::new()),
-                None if state.at_statement_start() && is_ipython_line(body, index == 0) => Some(indentation.to_owned()),
+                None if whole_cell && magic_line.is_some_and(|at| index >= at) => Some(String::new()),
+                None if state.at_statement_start() && is_ipython_line(body, Some(index) == magic_line) => {
+                    Some(indentation.to_owned())
+                }
                 None => None,
             };
             match magic_indentation {
@@ -99,9 +107,10 @@ fn split_ending(line: &str) -> (&str, &str) {
     (body, &line[body.len()..])
 }
 
-/// A cell that starts with a cell magic whose body is not Python.
+/// A cell that starts (after any comments) with a cell magic whose body is not Python.
 fn whole_cell_magic(source: &str) -> bool {
-    let Some(name) = source.trim_start_matches([' ', '\t']).strip_prefix("%%") else { return false };
+    let first = source.lines().map(str::trim).find(|line| !line.is_empty() && !line.starts_with('#'));
+    let Some(name) = first.and_then(|line| line.strip_prefix("%%")) else { return false };
     let name: String = name.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
     !PYTHON_BODY_CELL_MAGICS.contains(&name.as_str())
 }
@@ -110,14 +119,18 @@ fn whole_cell_magic(source: &str) -> bool {
 fn is_ipython_line(line: &str, first_line: bool) -> bool {
     let trimmed = line.trim();
     if trimmed.starts_with("%%") {
-        // A cell magic is one only on the cell's first line.
+        // A cell magic is one only on the cell's first line of code.
         return first_line;
     }
     if trimmed.starts_with(['%', '!', '?']) {
         return true;
     }
-    // `obj?` and `obj??` show help; no Python statement ends with `?` outside a comment.
-    if trimmed.ends_with('?') && !trimmed.contains('#') {
+    // `obj?`, `obj.attr??` and `torch.*cuda*?` show help: a dotted name, nothing else.
+    let asked = trimmed.trim_end_matches('?');
+    if asked.len() < trimmed.len()
+        && !asked.is_empty()
+        && asked.chars().all(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | '*'))
+    {
         return true;
     }
     is_magic_assignment(trimmed)
@@ -167,7 +180,7 @@ impl Scan {
             if let Some(close) = self.in_string {
                 match bytes[i] {
                     b'\\' => i += 2,
-                    _ if line[i..].starts_with(close) => {
+                    _ if bytes[i..].starts_with(close.as_bytes()) => {
                         self.in_string = None;
                         i += 3;
                     }
@@ -182,7 +195,7 @@ impl Scan {
                 }
                 quote @ (b'"' | b'\'') => {
                     let triple = if quote == b'"' { "\"\"\"" } else { "'''" };
-                    if line[i..].starts_with(triple) {
+                    if bytes[i..].starts_with(triple.as_bytes()) {
                         self.in_string = Some(triple);
                         i += 3;
                         continue;
@@ -225,8 +238,8 @@ mod tests {
 
     #[test]
     fn masks_line_magics_shell_escapes_and_help() {
-        let source = "%matplotlib inline\n!nvidia-smi\nimport torch\ntorch.cuda?\n??torch.ones\nfiles = !ls\nout, err = %sx ls\nx = 1  # why?\ny = a != b\n";
-        assert_eq!(masked_lines(source), [1, 2, 4, 5, 6, 7]);
+        let source = "%matplotlib inline\n!nvidia-smi\nimport torch\ntorch.cuda?\n??torch.ones\nfiles = !ls\nout, err = %sx ls\nx = 1  # why?\ny = a != b\ntorch.*cuda*??\nq = '''Can I train on SageMaker? \n'''\n";
+        assert_eq!(masked_lines(source), [1, 2, 4, 5, 6, 7, 10]);
         let masked = Masked::of(source);
         assert_eq!(masked.text.lines().count(), source.lines().count());
         assert!(masked.text.contains("\nimport torch\n"));
@@ -250,6 +263,14 @@ mod tests {
         assert_eq!(masked_lines("%%time\nmodel.cuda()\n"), [1]);
         assert_eq!(masked_lines("%%bash\nnvidia-smi\nls -l"), [1, 2, 3]);
         assert_eq!(masked_lines("x = 1\n%%time\n"), Vec::<usize>::new(), "a cell magic only starts a cell");
+        assert_eq!(masked_lines("#@title Install\n\n%%time\n!pip install -q timm\nx = 1\n"), [3, 4]);
+        assert_eq!(masked_lines("# writes a file\n%%writefile a.py\nx = (\n"), [2, 3], "comments stay as they are");
+    }
+
+    #[test]
+    fn strings_with_text_beyond_ascii_are_followed_byte_by_byte() {
+        let source = "s = \"\"\"🤗 Transformers\nClément \\\"é\" \"\"\"\n!nvidia-smi\nt = '😀\\'ō'\n%time f()\n";
+        assert_eq!(masked_lines(source), [3, 5], "{}", Masked::of(source).text);
     }
 
     #[test]
