@@ -242,45 +242,34 @@ impl Scanner<'_> {
     /// An object, calling `member` with each key, positioned before its value, which `member`
     /// must read.
     fn object(&mut self, mut member: impl FnMut(&mut Self, String) -> Scan<()>) -> Scan<()> {
-        self.expect(b'{')?;
-        self.skip_whitespace();
-        if self.peek() == Some(b'}') {
-            self.at += 1;
-            return Ok(());
-        }
-        loop {
-            self.skip_whitespace();
-            let key = self.string()?;
-            let key = self.decode::<String>(key)?;
-            self.expect(b':')?;
-            member(self, key)?;
-            self.skip_whitespace();
-            match self.peek() {
-                Some(b',') => self.at += 1,
-                Some(b'}') => {
-                    self.at += 1;
-                    return Ok(());
-                }
-                _ => return Err(self.at),
-            }
-        }
+        self.sequence(b'{', b'}', |scanner| {
+            let key = scanner.string()?;
+            let key = scanner.decode::<String>(key)?;
+            scanner.expect(b':')?;
+            member(scanner, key)
+        })
     }
 
     /// An array, calling `element` positioned before each element, which it must read.
-    fn array(&mut self, mut element: impl FnMut(&mut Self) -> Scan<()>) -> Scan<()> {
-        self.expect(b'[')?;
+    fn array(&mut self, element: impl FnMut(&mut Self) -> Scan<()>) -> Scan<()> {
+        self.sequence(b'[', b']', element)
+    }
+
+    /// `open`, items separated by commas, `close`; `item` reads each one.
+    fn sequence(&mut self, open: u8, close: u8, mut item: impl FnMut(&mut Self) -> Scan<()>) -> Scan<()> {
+        self.expect(open)?;
         self.skip_whitespace();
-        if self.peek() == Some(b']') {
+        if self.peek() == Some(close) {
             self.at += 1;
             return Ok(());
         }
         loop {
             self.skip_whitespace();
-            element(self)?;
+            item(self)?;
             self.skip_whitespace();
             match self.peek() {
                 Some(b',') => self.at += 1,
-                Some(b']') => {
+                Some(byte) if byte == close => {
                     self.at += 1;
                     return Ok(());
                 }
