@@ -669,6 +669,41 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn new_settings_republish_the_cells() {
+        let (mut client, _) = TestClient::start(basic_capabilities(), json!({})).await;
+        open_notebook(&mut client).await;
+        assert_eq!(client.diagnostics(&cell(3), 1).await.len(), 2);
+        let ignore = json!({"settings": {"culint": {"ignore": ["CUL201"]}}});
+        client.notify("workspace/didChangeConfiguration", ignore).await;
+        let republished = client
+            .wait_for(|m| {
+                m["method"] == "textDocument/publishDiagnostics"
+                    && m["params"]["uri"] == cell(3)
+                    && m["params"]["diagnostics"].as_array().is_some_and(|d| d.len() == 1)
+            })
+            .await;
+        assert_eq!(republished["params"]["diagnostics"][0]["code"], "CUL503");
+        client.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn a_suppression_comment_in_a_cell_silences_its_line() {
+        let (mut client, _) = TestClient::start(basic_capabilities(), json!({})).await;
+        open_notebook(&mut client).await;
+        client.diagnostics(&cell(3), 1).await;
+        let edit = json!({
+            "notebookDocument": {"uri": NOTEBOOK, "version": 1},
+            "change": {"cells": {"textContent": [{
+                "document": {"uri": cell(3), "version": 2},
+                "changes": [{"range": {"start": {"line": 5, "character": 28}, "end": {"line": 5, "character": 28}}, "text": "  # culint: ignore[CUL201]"}],
+            }]}},
+        });
+        client.notify("notebookDocument/didChange", edit).await;
+        assert_eq!(codes(&client.diagnostics(&cell(3), 2).await), [("CUL503", 4)]);
+        client.shutdown().await;
+    }
+
+    #[tokio::test]
     async fn hover_over_a_finding_in_a_cell_shows_its_rule() {
         let (mut client, _) = TestClient::start(basic_capabilities(), json!({})).await;
         open_notebook(&mut client).await;
