@@ -16,13 +16,13 @@ use tower_lsp_server::jsonrpc;
 use tower_lsp_server::ls_types::{
     CodeAction, CodeActionKind, CodeActionOrCommand, CodeActionParams, DidChangeNotebookDocumentParams,
     DidOpenNotebookDocumentParams, DocumentChanges, Hover, HoverContents, MarkupContent, MarkupKind, Notebook,
-    NotebookCell, NotebookCellKind, NotebookCellSelector, NotebookDocumentSyncOptions, NotebookSelector, OneOf,
-    OptionalVersionedTextDocumentIdentifier, Position, TextDocumentContentChangeEvent, TextDocumentEdit,
-    TextDocumentItem, Uri, WorkspaceEdit,
+    NotebookCell, NotebookCellKind, NotebookCellSelector, NotebookDocumentSyncOptions, NotebookSelector,
+    NumberOrString, OneOf, OptionalVersionedTextDocumentIdentifier, Position, TextDocumentContentChangeEvent,
+    TextDocumentEdit, TextDocumentItem, Uri, WorkspaceEdit,
 };
 
 use crate::diagnostic::Diagnostic;
-use crate::fix::Applicability;
+use crate::fix::{Applicability, Edit};
 use crate::lint::{LintContext, fix_text, lint_text};
 use crate::lsp::context::ServerContext;
 use crate::lsp::diagnostics::{SOURCE, data_of, to_lsp};
@@ -30,6 +30,7 @@ use crate::lsp::edits::{diff, text_edits, workspace_edit};
 use crate::lsp::handlers::code_action::requested;
 use crate::lsp::handlers::hover::diagnostic_hover;
 use crate::lsp::handlers::initialize::FIX_ALL_KIND;
+use crate::lsp::ignore_comment::disable_for_line;
 use crate::lsp::position::{PositionEncoding, PositionMapper};
 use crate::lsp::session::path_of;
 use crate::notebook::Program;
@@ -213,6 +214,15 @@ impl Notebooks {
     /// A cell's text and version.
     fn cell(&self, uri: &Uri) -> Option<&Cell> {
         self.open.get(self.owners.get(uri)?)?.cells.iter().find(|c| &c.uri == uri)
+    }
+
+    /// The texts of the program cells of the notebook a cell belongs to, and the cell's place
+    /// among them.
+    fn python_cells(&self, cell: &Uri) -> Option<(Vec<String>, usize)> {
+        let notebook = self.open.get(self.owners.get(cell)?)?;
+        let python: Vec<&Cell> = notebook.cells.iter().filter(|c| c.python).collect();
+        let slot = python.iter().position(|c| &c.uri == cell)?;
+        Some((python.iter().map(|c| c.text.clone()).collect(), slot))
     }
 
     /// Keep what is published for a cell of the notebook `snapshot` describes.
@@ -445,23 +455,28 @@ pub async fn code_actions(
     Some(Ok(actions))
 }
 
+/// A cell's quick fixes: the fix of each diagnostic, and "Disable CULxxx for this line".
 fn quick_fixes(
     context: &ServerContext,
     params: &CodeActionParams,
     only: Option<&[CodeActionKind]>,
 ) -> Option<Vec<CodeActionOrCommand>> {
-    let session = context.session.lock();
-    let cell = session.notebooks.cell(&params.text_document.uri)?;
+    let uri = &params.text_document.uri;
+    // Copied out, so that the parse below holds no lock.
+    let (cell, (cells, slot), encoding, versioned) = {
+        let session = context.session.lock();
+        let cell = session.notebooks.cell(uri)?.clone();
+        (cell, session.notebooks.python_cells(uri)?, session.features.encoding, session.features.versioned_edits)
+    };
     if !requested(only, &CodeActionKind::QUICKFIX) {
         return Some(Vec::new());
     }
-    let (encoding, versioned) = (session.features.encoding, session.features.versioned_edits);
+    let version = versioned.then_some(cell.version);
     let mapper = PositionMapper::new(&cell.text, encoding);
-    let actions = params
-        .context
-        .diagnostics
+    let ours: Vec<&tower_lsp_server::ls_types::Diagnostic> =
+        params.context.diagnostics.iter().filter(|d| d.source.as_deref() == Some(SOURCE)).collect();
+    let mut actions: Vec<CodeActionOrCommand> = ours
         .iter()
-        .filter(|d| d.source.as_deref() == Some(SOURCE))
         .filter_map(|diagnostic| {
             let data = data_of(diagnostic).filter(|data| data.version == cell.version)?;
             let fix = data.fix.filter(|fix| fix.applicability != Applicability::DisplayOnly)?;
@@ -469,17 +484,42 @@ fn quick_fixes(
             Some(CodeActionOrCommand::CodeAction(CodeAction {
                 title: format!("{}{suffix}", fix.title),
                 kind: Some(CodeActionKind::QUICKFIX),
-                diagnostics: Some(vec![diagnostic.clone()]),
-                edit: Some(workspace_edit(
-                    &cell.uri,
-                    versioned.then_some(cell.version),
-                    text_edits(&fix.edits, &mapper),
-                )),
+                diagnostics: Some(vec![(*diagnostic).clone()]),
+                edit: Some(workspace_edit(&cell.uri, version, text_edits(&fix.edits, &mapper))),
                 is_preferred: Some(fix.applicability == Applicability::Safe),
                 ..CodeAction::default()
             }))
         })
         .collect();
+    if !ours.is_empty() {
+        let program = Program::new(&cells);
+        let tree = crate::parse::parse(&program.text, None);
+        let mut done: Vec<(&str, u32)> = Vec::new();
+        for diagnostic in ours {
+            let Some(NumberOrString::String(code)) = &diagnostic.code else { continue };
+            let key = (code.as_str(), diagnostic.range.start.line);
+            if done.contains(&key) || crate::rules::by_code(code).is_none() {
+                continue;
+            }
+            let Ok(offset) = mapper.offset(diagnostic.range.start) else { continue };
+            let at = program.program_offset(slot, offset);
+            let Some(edit) = disable_for_line(&program.text, &tree, at, code) else { continue };
+            let (in_cell, range) = program.locate_range(edit.range);
+            if in_cell != slot {
+                continue;
+            }
+            done.push(key);
+            let edit = Edit { range, ..edit };
+            actions.push(CodeActionOrCommand::CodeAction(CodeAction {
+                title: format!("Disable {code} for this line"),
+                kind: Some(CodeActionKind::QUICKFIX),
+                diagnostics: Some(vec![diagnostic.clone()]),
+                edit: Some(workspace_edit(&cell.uri, version, text_edits(&[edit], &mapper))),
+                is_preferred: Some(false),
+                ..CodeAction::default()
+            }));
+        }
+    }
     Some(actions)
 }
 
@@ -639,6 +679,10 @@ mod tests {
         assert_eq!(change["textDocument"], json!({"uri": cell(3), "version": 1}));
         let fixed = apply_text_edits(LOOP, &edits_of(&fix["edit"]), PositionEncoding::Utf16);
         assert_eq!(fixed, LOOP.replace("zero_grad(set_to_none=False)", "zero_grad()"));
+        let disable =
+            actions.as_array().unwrap().iter().find(|a| a["title"] == "Disable CUL503 for this line").unwrap();
+        let silenced = apply_text_edits(LOOP, &edits_of(&disable["edit"]), PositionEncoding::Utf16);
+        assert_eq!(silenced, LOOP.replace("set_to_none=False)\n", "set_to_none=False)  # culint: ignore[CUL503]\n"));
         client.shutdown().await;
     }
 

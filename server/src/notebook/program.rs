@@ -121,6 +121,16 @@ impl Program {
         CellOffset { cell, offset: at }
     }
 
+    /// The program offset of an offset in a cell's text: the same line and byte column.
+    pub fn program_offset(&self, cell: usize, offset: usize) -> usize {
+        let program_cell = &self.cells[cell];
+        let lines = &program_cell.source_lines;
+        let line = lines.line_of(offset.min(program_cell.source.len()));
+        let column = offset - lines.line_start(line);
+        let range = self.lines.line_range(&self.text, program_cell.first_line + line);
+        (range.start + column).min(range.end)
+    }
+
     /// A program range as a cell range: in the cell its start lies in, its end clamped to that
     /// cell's text.
     pub fn locate_range(&self, range: TextRange) -> (usize, TextRange) {
@@ -219,6 +229,16 @@ mod tests {
         assert_eq!(program.locate(placeholder + 30).offset, "!pip install timm".len());
         let (cell_index, range) = program.locate_range(TextRange::new(at, at + 4));
         assert_eq!((cell_index, &cell[range.start..range.end]), (1, "timm"));
+    }
+
+    #[test]
+    fn cell_offsets_map_to_program_offsets_and_back() {
+        let cells = ["x = 1", "!pip install timm\nmodel = timm.create_model('vit')\n"];
+        let program = Program::new(cells);
+        let in_cell = cells[1].find("timm.create").unwrap();
+        let at = program.program_offset(1, in_cell);
+        assert_eq!(&program.text[at..at + 11], "timm.create");
+        assert_eq!(program.locate(at), CellOffset { cell: 1, offset: in_cell });
     }
 
     #[test]
