@@ -569,6 +569,22 @@ mod tests {
             .await;
     }
 
+    /// Replace a range of the loop's cell (version 1 of the notebook and the cell) with `text`.
+    async fn edit_loop_cell(client: &mut TestClient, start: (u32, u32), end: (u32, u32), text: &str) {
+        let range = json!({
+            "start": {"line": start.0, "character": start.1},
+            "end": {"line": end.0, "character": end.1},
+        });
+        let edit = json!({
+            "notebookDocument": {"uri": NOTEBOOK, "version": 1},
+            "change": {"cells": {"textContent": [{
+                "document": {"uri": cell(3), "version": 2},
+                "changes": [{"range": range, "text": text}],
+            }]}},
+        });
+        client.notify("notebookDocument/didChange", edit).await;
+    }
+
     fn codes(diagnostics: &[Value]) -> Vec<(&str, u64)> {
         diagnostics
             .iter()
@@ -598,14 +614,7 @@ mod tests {
         client.diagnostics(&cell(3), 1).await;
 
         // Delete the last line of the loop cell: CUL201 goes.
-        let edit = json!({
-            "notebookDocument": {"uri": NOTEBOOK, "version": 1},
-            "change": {"cells": {"textContent": [{
-                "document": {"uri": cell(3), "version": 2},
-                "changes": [{"range": {"start": {"line": 5, "character": 0}, "end": {"line": 6, "character": 0}}, "text": ""}],
-            }]}},
-        });
-        client.notify("notebookDocument/didChange", edit).await;
+        edit_loop_cell(&mut client, (5, 0), (6, 0), "").await;
         assert_eq!(codes(&client.diagnostics(&cell(3), 2).await), [("CUL503", 4)]);
 
         // A new cell before the model, that empties the cache on every step of its own loop;
@@ -735,14 +744,7 @@ mod tests {
         let (mut client, _) = TestClient::start(basic_capabilities(), json!({})).await;
         open_notebook(&mut client).await;
         client.diagnostics(&cell(3), 1).await;
-        let edit = json!({
-            "notebookDocument": {"uri": NOTEBOOK, "version": 1},
-            "change": {"cells": {"textContent": [{
-                "document": {"uri": cell(3), "version": 2},
-                "changes": [{"range": {"start": {"line": 5, "character": 28}, "end": {"line": 5, "character": 28}}, "text": "  # culint: ignore[CUL201]"}],
-            }]}},
-        });
-        client.notify("notebookDocument/didChange", edit).await;
+        edit_loop_cell(&mut client, (5, 28), (5, 28), "  # culint: ignore[CUL201]").await;
         assert_eq!(codes(&client.diagnostics(&cell(3), 2).await), [("CUL503", 4)]);
         client.shutdown().await;
     }
