@@ -421,6 +421,19 @@ mod tests {
         assert!(written.contains("\"source\": [\n    \"a\\n\",\n    \"b\"\n   ]"), "{written}");
     }
 
+    /// Compact, CRLF and escaped layouts read, and write back unchanged when nothing changes.
+    #[test]
+    fn any_layout_round_trips() {
+        let compact = NOTEBOOK.replace("\n ", "").replace(",\n", ",");
+        let crlf = NOTEBOOK.replace('\n', "\r\n").replace("\\r\n", "\\n");
+        for text in [compact.as_str(), crlf.as_str(), NOTEBOOK] {
+            let notebook = NotebookFile::parse(text).unwrap_or_else(|e| panic!("{e}: {text}"));
+            assert_eq!(notebook.cells[1].source, "import torch\nx = torch.ones(3, device=\"cuda\")\nprint(x)");
+            let sources: Vec<Option<String>> = notebook.cells.iter().map(|c| Some(c.source.clone())).collect();
+            assert_eq!(notebook.with_sources(text, &sources), text);
+        }
+    }
+
     #[test]
     fn refuses_other_versions_languages_and_non_json() {
         let old = NOTEBOOK.replace("\"nbformat\": 4", "\"nbformat\": 3");

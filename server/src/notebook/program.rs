@@ -14,7 +14,7 @@ use crate::text::{LineIndex, SourceLocation, TextRange};
 use super::magics::Masked;
 
 /// The line between two cells in the program. A comment, so that it changes nothing the rules
-/// see; one that no notebook holds.
+/// see; in the rare notebook that holds it, it takes more dashes until it is one no cell holds.
 pub const BOUNDARY: &str = "# ---- end of notebook cell (culint) ----\n";
 
 /// The program of a notebook's code cells.
@@ -24,6 +24,8 @@ pub struct Program {
     pub text: String,
     cells: Vec<ProgramCell>,
     lines: LineIndex,
+    /// The line between cells: [`BOUNDARY`], or a longer one when a cell holds that.
+    boundary: String,
 }
 
 #[derive(Clone, Debug)]
@@ -48,12 +50,17 @@ pub struct CellOffset {
 impl Program {
     /// The program of `cells`, the texts of the code cells in notebook order.
     pub fn new<S: AsRef<str>>(cells: impl IntoIterator<Item = S>) -> Self {
+        let sources: Vec<S> = cells.into_iter().collect();
+        let mut boundary = BOUNDARY.to_owned();
+        while sources.iter().any(|source| source.as_ref().contains(boundary.trim_end())) {
+            boundary.insert(2, '-');
+        }
         let mut text = String::new();
         let mut program_cells = Vec::new();
-        for (index, source) in cells.into_iter().enumerate() {
+        for (index, source) in sources.iter().enumerate() {
             let source = source.as_ref();
             if index > 0 {
-                text.push_str(BOUNDARY);
+                text.push_str(&boundary);
             }
             let masked = Masked::of(source);
             let start = text.len();
@@ -73,7 +80,7 @@ impl Program {
         for cell in &mut program_cells {
             cell.first_line = lines.line_of(cell.start);
         }
-        Self { text, cells: program_cells, lines }
+        Self { text, cells: program_cells, lines, boundary }
     }
 
     pub fn cell_count(&self) -> usize {
@@ -177,7 +184,7 @@ impl Program {
         let mut start = 0;
         let mut at = 0;
         for line in fixed.split_inclusive('\n') {
-            if line == BOUNDARY {
+            if line == self.boundary {
                 chunks.push(&fixed[start..at]);
                 start = at + line.len();
             }
@@ -229,6 +236,33 @@ mod tests {
         assert_eq!(program.locate(placeholder + 30).offset, "!pip install timm".len());
         let (cell_index, range) = program.locate_range(TextRange::new(at, at + 4));
         assert_eq!((cell_index, &cell[range.start..range.end]), (1, "timm"));
+    }
+
+    /// Cells that end with and without a line break, are empty, hold only IPython, use CRLF,
+    /// end in a continued magic, or hold text beyond ASCII: each comes back as it was.
+    #[test]
+    fn every_kind_of_cell_comes_back_as_it_was() {
+        let cells = [
+            "",
+            "\n",
+            "%%bash\nls\n",
+            "!pip install \\\n  torch",
+            "import torch\r\nx = 1\r\n",
+            "s = '显存 😀'\n%time f()",
+            "?",
+            "if x:\n    %time f()\n",
+            "# ---- end of notebook cell (culint) ----",
+        ];
+        let program = Program::new(cells);
+        assert_eq!(program.cells_after(&program.text).unwrap(), cells);
+        for (cell, text) in cells.iter().enumerate() {
+            for offset in (0..=text.len()).filter(|&o| text.is_char_boundary(o)) {
+                let at = program.program_offset(cell, offset);
+                let back = program.locate(at);
+                assert_eq!(back.cell, cell, "{text:?} at {offset}");
+                assert!(back.offset <= text.len());
+            }
+        }
     }
 
     #[test]
