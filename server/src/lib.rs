@@ -14,6 +14,7 @@ pub mod hardware;
 pub mod knowledge;
 pub mod lint;
 pub mod lsp;
+pub mod notebook;
 pub mod parse;
 pub mod prefilter;
 pub mod probe;

@@ -13,7 +13,7 @@ use crate::config::{OutputFormat, Overrides, Resolver, check_selector, parse_siz
 use crate::hardware::HardwareFacts;
 
 use super::EXIT_USAGE;
-use super::check_file::{FileReport, FixMode, Notice, check_file, check_source};
+use super::check_file::{FileReport, FixMode, Notice, check_file, check_text};
 use super::output::{FixSummary, RenderOptions, render, render_statistics, render_statistics_json, render_summary};
 use super::source::{Loaded, decode};
 use super::walk::collect_files;
@@ -23,7 +23,8 @@ const EXIT_FINDINGS: u8 = 1;
 #[derive(clap::Args, Debug)]
 pub struct CheckArgs {
     /// Files and directories to check; `-` reads standard input. Directories are searched for
-    /// `.py` files, honouring `.gitignore` and the configuration's `exclude`.
+    /// `.py` files and `.ipynb` notebooks, honouring `.gitignore` and the configuration's
+    /// `exclude`.
     #[arg(value_name = "PATH", default_value = ".")]
     paths: Vec<PathBuf>,
 
@@ -319,7 +320,7 @@ fn check_stdin(args: &CheckArgs, resolver: &Resolver, mode: FixMode) -> Result<F
     }
     match decode(bytes) {
         Loaded::Text(source) => {
-            let mut report = check_source(&source, &lookup, display, &settings, mode);
+            let mut report = check_text(&source, &lookup, display, &settings, mode);
             report.fixed_text = report.fixed_text.take().map(|fixed| source.restore(&fixed));
             if mode == FixMode::Apply && report.fixed_text.is_none() {
                 // Nothing changed: still echo the input, so `--fix -` works as a filter.

@@ -1,15 +1,18 @@
 //! Linting, and fixing, one file or one stdin text: what `culint check` does per path.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::config::{ResolvedSettings, Resolver};
 use crate::diagnostic::Diagnostic;
 use crate::fix::Applicability;
 use crate::lint::{LintContext, fix_text, lint_text, may_have_findings};
+use crate::notebook::{NumberedProgram, is_notebook};
 use crate::rules::{FixAvailability, by_code};
 use crate::text::LineIndex;
 
 use super::atomic_write::write_atomically;
+use super::check_notebook::check_notebook;
 use super::source::{Loaded, SourceText, read_source};
 
 /// What `culint check` does with fixes.
@@ -50,6 +53,8 @@ pub struct FileReport {
     /// The fixed text, when fixes changed a text that has no file to write (stdin).
     pub fixed_text: Option<String>,
     pub notices: Vec<Notice>,
+    /// For a notebook: the program `text` is, and the cell numbers, to report findings by cell.
+    pub notebook: Option<Arc<NumberedProgram>>,
 }
 
 impl FileReport {
@@ -68,10 +73,11 @@ impl FileReport {
             diff: None,
             fixed_text: None,
             notices: Vec::new(),
+            notebook: None,
         }
     }
 
-    fn with_notice(path: PathBuf, notice: Notice) -> Self {
+    pub(super) fn with_notice(path: PathBuf, notice: Notice) -> Self {
         let mut report = Self::empty(path);
         report.notices.push(notice);
         report
@@ -97,7 +103,7 @@ pub fn check_file(path: &Path, resolver: &Resolver, mode: FixMode) -> FileReport
             return FileReport::with_notice(display.clone(), Notice::Error(format!("{}: {error}", display.display())));
         }
     };
-    let report = check_source(&source, path, display.clone(), &settings, mode);
+    let report = check_text(&source, path, display.clone(), &settings, mode);
     let Some(fixed) = report.fixed_text.as_deref().filter(|_| mode == FixMode::Apply) else {
         return report;
     };
@@ -109,7 +115,7 @@ pub fn check_file(path: &Path, resolver: &Resolver, mode: FixMode) -> FileReport
         }
         Err(error) => {
             // The file keeps its findings: report them as they are on disk.
-            let mut unchanged = check_source(&source, path, display, &settings, FixMode::Report);
+            let mut unchanged = check_text(&source, path, display, &settings, FixMode::Report);
             unchanged.notices.extend(report.notices);
             unchanged.notices.push(Notice::Error(format!(
                 "{}: cannot write the fixed file: {error}; the file is unchanged",
@@ -124,6 +130,22 @@ pub fn check_file(path: &Path, resolver: &Resolver, mode: FixMode) -> FileReport
 /// summarised once, however many of them import it.
 static PROJECT: std::sync::LazyLock<crate::project::ProjectIndex> =
     std::sync::LazyLock::new(crate::project::ProjectIndex::new);
+
+/// Check a text: a notebook's (by its path) with [`check_notebook`], any other with
+/// [`check_source`].
+pub fn check_text(
+    source: &SourceText,
+    path: &Path,
+    display: PathBuf,
+    settings: &ResolvedSettings,
+    mode: FixMode,
+) -> FileReport {
+    if is_notebook(path) {
+        check_notebook(source, path, display, settings, mode)
+    } else {
+        check_source(source, path, display, settings, mode)
+    }
+}
 
 /// Check a text. `path` locates the text for the rules; `display` is how it is reported. In
 /// [`FixMode::Apply`] the fixed text (without byte-order mark) is left in `fixed_text` for the
@@ -181,7 +203,7 @@ pub fn check_source(
     report
 }
 
-fn unified_diff(old: &str, new: &str, path: &Path) -> String {
+pub(super) fn unified_diff(old: &str, new: &str, path: &Path) -> String {
     let name = path.display().to_string();
     similar::TextDiff::from_lines(old, new).unified_diff().context_radius(3).header(&name, &name).to_string()
 }

@@ -3,6 +3,7 @@
 mod atomic_write;
 mod check;
 mod check_file;
+mod check_notebook;
 mod explain;
 pub mod output;
 mod probe;

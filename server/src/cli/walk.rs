@@ -1,5 +1,6 @@
-//! Which files `culint check` looks at: `.py` files under the given directories, in parallel,
-//! honouring `.gitignore` and each configuration's `exclude`, plus every file named explicitly.
+//! Which files `culint check` looks at: `.py` files and `.ipynb` notebooks under the given
+//! directories, in parallel, honouring `.gitignore` and each configuration's `exclude`, plus
+//! every file named explicitly.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -74,7 +75,7 @@ pub fn collect_files(paths: &[PathBuf], resolver: &Arc<Resolver>) -> Walk {
             Box::new(move |entry| {
                 match entry {
                     Ok(entry) => {
-                        if entry.file_type().is_some_and(|t| t.is_file()) && is_python(entry.path()) {
+                        if entry.file_type().is_some_and(|t| t.is_file()) && is_lintable(entry.path()) {
                             lock(&found).files.push(entry.into_path());
                         }
                     }
@@ -100,8 +101,8 @@ pub fn collect_files(paths: &[PathBuf], resolver: &Arc<Resolver>) -> Walk {
     walk
 }
 
-fn is_python(path: &Path) -> bool {
-    path.extension().is_some_and(|ext| ext == "py")
+fn is_lintable(path: &Path) -> bool {
+    path.extension().is_some_and(|ext| ext == "py") || crate::notebook::is_notebook(path)
 }
 
 fn lock(walk: &Mutex<Walk>) -> std::sync::MutexGuard<'_, Walk> {

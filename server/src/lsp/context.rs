@@ -251,6 +251,11 @@ impl ServerContext {
     /// Push fresh diagnostics for every open document, or ask a pulling client to pull again:
     /// something they may depend on (another file of the project) changed.
     pub async fn relint_open_documents(&self) {
+        let notebooks = self.session.lock().notebooks.touch_all();
+        for notebook in notebooks {
+            let context = self.clone();
+            tokio::spawn(async move { crate::lsp::notebooks::lint_and_publish(&context, notebook).await });
+        }
         let (pull, refresh, uris) = {
             let mut session = self.session.lock();
             session.generation += 1;

@@ -14,6 +14,7 @@ pub mod handlers;
 pub mod ignore_comment;
 mod json_text;
 pub mod log;
+pub mod notebooks;
 pub mod outbox;
 pub mod position;
 pub mod server;

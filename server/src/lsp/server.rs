@@ -62,6 +62,22 @@ impl LanguageServer for Server {
         handlers::did_close::did_close(&self.context, params).await
     }
 
+    async fn notebook_did_open(&self, params: DidOpenNotebookDocumentParams) {
+        handlers::notebook_did_open::notebook_did_open(&self.context, params).await
+    }
+
+    async fn notebook_did_change(&self, params: DidChangeNotebookDocumentParams) {
+        handlers::notebook_did_change::notebook_did_change(&self.context, params).await
+    }
+
+    async fn notebook_did_save(&self, params: DidSaveNotebookDocumentParams) {
+        handlers::notebook_did_save::notebook_did_save(&self.context, params).await
+    }
+
+    async fn notebook_did_close(&self, params: DidCloseNotebookDocumentParams) {
+        handlers::notebook_did_close::notebook_did_close(&self.context, params).await
+    }
+
     async fn diagnostic(&self, params: DocumentDiagnosticParams) -> Result<DocumentDiagnosticReportResult> {
         handlers::document_diagnostic::document_diagnostic(&self.context, params).await
     }

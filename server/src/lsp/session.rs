@@ -189,11 +189,11 @@ impl Snapshot {
 const RETAINED_TREES: usize = 8;
 
 /// The settings for one file, resolved from the project's configuration and the editor's.
-struct FileSettings {
-    lint: LintSettings,
-    unsafe_fixes: bool,
-    excluded: bool,
-    problem: Option<String>,
+pub struct FileSettings {
+    pub lint: LintSettings,
+    pub unsafe_fixes: bool,
+    pub excluded: bool,
+    pub problem: Option<String>,
 }
 
 #[derive(Default)]
@@ -220,6 +220,8 @@ pub struct Session {
     pub workspace_folders: Vec<PathBuf>,
     pub hardware: Option<HardwareFacts>,
     pub documents: HashMap<Uri, OpenDocument>,
+    /// The open notebooks, whose cells are not among `documents`.
+    pub notebooks: crate::lsp::notebooks::Notebooks,
     /// The documents opened or edited last, most recent first (at most [`RETAINED_TREES`]).
     recently_active: std::collections::VecDeque<Uri>,
     /// Problems found before the client could be told (settings read during `initialize`).
@@ -313,6 +315,11 @@ impl Session {
                 problem: Some(format!("culint: {error}; linting with the editor's settings only")),
             },
         }
+    }
+
+    /// The settings for a text that is not among the open documents (a notebook's program).
+    pub fn settings_for(&self, path: Option<&Path>) -> FileSettings {
+        self.file_settings(path)
     }
 
     pub fn snapshot(&self, uri: &Uri) -> Option<Snapshot> {

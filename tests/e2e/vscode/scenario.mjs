@@ -42,6 +42,13 @@ export const SCENARIO = {
     /** The knowledge entry's id: culint's explanation names it, the log does not. */
     expectText: /cuda\/oom-/,
   },
+  /** A notebook (a copy of tests/fixtures/notebooks/train_across_cells.ipynb) opened in the
+   * notebook editor: its cells' findings show in the Problems panel and as squiggles in the
+   * cells. CUL503 is found only in the notebook, in its fifth cell. */
+  notebook: {
+    file: "train.ipynb",
+    expectedCodes: ["CUL503"],
+  },
   probe: hasNvidiaDriver
     ? { expectText: /free/i, statusText: /GPUs? [0-9.]+ [MG]iB free/ }
     : { expectText: /no NVIDIA driver/i, statusText: /GPU: none/ },

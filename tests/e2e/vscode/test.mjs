@@ -1,6 +1,7 @@
 // Drives the installed culint extension inside code-server (the real VS Code workbench) with
 // Debian's Chromium, and checks what a user would see: culint's findings in the Problems panel,
-// the rule doc on hover, a quick fix that rewrites the file, and the GPU probe's report.
+// the rule doc on hover, a quick fix that rewrites the file, the GPU probe's report, and a
+// notebook's findings in the notebook editor.
 //
 // run.sh starts code-server and passes its URL and the workspace through the environment:
 //   CULINT_E2E_URL        workbench URL with ?folder= pointing at the workspace
@@ -66,6 +67,7 @@ try {
   await step("culint: Fix all applies the safe fixes", () => fixAllRewritesFile());
   await step("culint: Explain error explains the selected log", () => explainsSelection());
   await step("culint: Probe GPU reports", () => probeReports());
+  await step(`a notebook's cells show their findings (${SCENARIO.notebook.file})`, () => notebookShowsFindings());
   await step("without the bundled binary, the server is the selected Python environment's culint", () =>
     serverIsPythonEnvironmentsCulint(),
   );
@@ -257,6 +259,28 @@ async function quickFixRewritesFile() {
   );
   await screenshot("after-fix.png");
   await focusEditor();
+}
+
+async function notebookShowsFindings() {
+  const { file, expectedCodes } = SCENARIO.notebook;
+  await page.locator(".explorer-folders-view .monaco-list-row", { hasText: file }).first().dblclick();
+  await page.locator(".tabs-container .tab.active", { hasText: file }).waitFor();
+  // The notebook editor, not a text editor: its cells are editors of their own.
+  const notebook = page.locator(".notebook-editor");
+  await notebook.locator(".cell-editor-container .monaco-editor").first().waitFor({ timeout: WORKBENCH_TIMEOUT_MS });
+  await runCommand("View: Focus Problems");
+  const panel = page.locator(".markers-panel");
+  for (const code of expectedCodes) {
+    await panel.locator(".monaco-list-row", { hasText: code }).first().waitFor({ timeout: DIAGNOSTICS_TIMEOUT_MS });
+  }
+  const rows = await panel.locator(".monaco-list-row").allInnerTexts();
+  assert.ok(
+    rows.some((row) => row.includes(file)),
+    `expected the notebook's findings grouped under ${file} in the Problems panel, got:\n${rows.join("\n")}`,
+  );
+  // And in the cell they are in, under the code.
+  await notebook.locator(".squiggly-info, .squiggly-warning").first().waitFor({ timeout: DIAGNOSTICS_TIMEOUT_MS });
+  await screenshot("notebook.png");
 }
 
 /** Saves the active editor once an edit has made it dirty. (Fix all's edit comes from the server

@@ -1,5 +1,6 @@
 //! The default output: for each finding a code frame around the span, the message, and a
-//! `help:` line with the fix, after rustc and Ruff.
+//! `help:` line with the fix, after rustc and Ruff. A notebook's frame is cut from the finding's
+//! cell, numbered by the cell's lines, under `path:cell N`.
 
 use annotate_snippets::renderer::DecorStyle;
 use annotate_snippets::{AnnotationKind, Group, Level, Renderer, Snippet};
@@ -8,7 +9,7 @@ use crate::diagnostic::{Diagnostic, Severity};
 use crate::fix::Applicability;
 use crate::text::{LineIndex, TextRange};
 
-use super::{Located, RenderOptions, display_path, is_applicable};
+use super::{Located, RenderOptions, cell_prefix, display_path, is_applicable};
 
 /// Lines of context shown above and below the reported lines.
 const CONTEXT_LINES: usize = 2;
@@ -53,34 +54,70 @@ fn window<'t>(text: &'t str, lines: &LineIndex, range: TextRange) -> (&'t str, u
     (&text[start..end], start, first + 1)
 }
 
+/// The text a finding's code frame is cut from: the report's text, or in a notebook the text of
+/// the finding's cell, with the finding's range in it and the path it is shown under.
+struct Frame<'a> {
+    text: &'a str,
+    lines: &'a LineIndex,
+    /// The program cell, for a notebook.
+    cell: Option<usize>,
+    label: String,
+}
+
+impl Frame<'_> {
+    /// A range of the report's text as a range of the frame's, if it lies in the frame's text.
+    fn range(&self, finding: &Located<'_>, range: TextRange) -> Option<TextRange> {
+        let Some(cell) = self.cell else { return Some(range) };
+        let program = &finding.report.notebook.as_ref()?.program;
+        let (in_cell, range) = program.locate_range(range);
+        (in_cell == cell).then_some(range)
+    }
+}
+
+fn frame<'a>(finding: &'a Located<'_>, path: &str) -> Frame<'a> {
+    match &finding.report.notebook {
+        None => Frame { text: &finding.report.text, lines: &finding.lines, cell: None, label: path.to_owned() },
+        Some(notebook) => {
+            let cell = notebook.program.locate(finding.diagnostic.range.start).cell;
+            Frame {
+                text: notebook.program.cell_text(cell),
+                lines: notebook.program.cell_lines(cell),
+                cell: Some(cell),
+                label: format!("{path}:{}", cell_prefix(finding.cell).trim_end_matches(':')),
+            }
+        }
+    }
+}
+
 fn render_one(finding: &Located<'_>, path: &str, renderer: &Renderer) -> String {
     let diagnostic = finding.diagnostic;
-    let text = &finding.report.text;
-    let lines = &finding.lines;
-    let (source, offset, line_start) = window(text, lines, diagnostic.range);
-    let span = clamp(diagnostic.range, offset, source.len());
+    let frame = frame(finding, path);
+    let primary = frame.range(finding, diagnostic.range).unwrap_or(diagnostic.range);
+    let (source, offset, line_start) = window(frame.text, frame.lines, primary);
+    let span = clamp(primary, offset, source.len());
     let mut snippet = Snippet::source(source)
         .line_start(line_start)
-        .path(path)
+        .path(frame.label.as_str())
         .fold(false)
         .annotation(AnnotationKind::Primary.span(span));
-    for related in &diagnostic.related {
-        if related.range.start >= offset && related.range.end <= offset + source.len() {
-            snippet = snippet.annotation(
-                AnnotationKind::Context.span(clamp(related.range, offset, source.len())).label(&*related.message),
-            );
+    let in_window = |range: TextRange| range.start >= offset && range.end <= offset + source.len();
+    let related: Vec<(Option<TextRange>, &crate::diagnostic::Related)> =
+        diagnostic.related.iter().map(|related| (frame.range(finding, related.range), related)).collect();
+    for (range, related) in &related {
+        if let Some(range) = range.filter(|r| in_window(*r)) {
+            snippet = snippet
+                .annotation(AnnotationKind::Context.span(clamp(range, offset, source.len())).label(&*related.message));
         }
     }
     let marker = if is_applicable(finding.report, diagnostic) { "[*] " } else { "" };
     let title = format!("{marker}{}", diagnostic.message);
     let mut groups: Vec<Group<'_>> =
         vec![level(diagnostic.severity).primary_title(title).id(diagnostic.code).element(snippet)];
-    for related in &diagnostic.related {
-        if related.range.start < offset || related.range.end > offset + source.len() {
-            let location = lines.location(text, related.range.start);
+    for (range, related) in &related {
+        if !range.is_some_and(in_window) {
+            let location = finding.place_text(related.range.start);
             groups.push(Group::with_title(
-                Level::NOTE
-                    .secondary_title(format!("{} (at {path}:{}:{})", related.message, location.row, location.column)),
+                Level::NOTE.secondary_title(format!("{} (at {path}:{location})", related.message)),
             ));
         }
     }

@@ -1,4 +1,5 @@
-//! GitHub Actions workflow commands: each finding becomes an annotation on the pull request.
+//! GitHub Actions workflow commands: each finding becomes an annotation on the pull request. A
+//! notebook's lines are its cell's, and the message starts with the cell.
 //! Escaping follows the runner's rules: `%`, CR and LF in the message; also `:` and `,` in
 //! property values.
 
@@ -28,7 +29,11 @@ pub fn render(findings: &[Located<'_>], options: &RenderOptions<'_>) -> String {
             finding.end.row,
             finding.end.column,
             escape_property(&title),
-            escape_data(&diagnostic.message)
+            escape_data(&format!(
+                "{}{}",
+                finding.cell.map(|n| format!("cell {n}: ")).unwrap_or_default(),
+                diagnostic.message
+            ))
         ));
     }
     out

@@ -1,12 +1,13 @@
 //! Ruff's JSON shape, so tools that read `ruff check --output-format json` read culint too:
 //! a list of findings with `code`, `message`, `filename` (absolute), one-based `location` /
 //! `end_location` (`row`, `column` in characters), `fix` (or null), `url` and `noqa_row`; plus
-//! culint's `name`, `severity`, `knowledge` and `related`.
+//! culint's `name`, `severity`, `knowledge` and `related`. In a notebook, `cell` is the one-based
+//! number of the cell (counting every cell, as Ruff does), and rows are the cell's; related
+//! locations and fix edits carry their `cell` too.
 
 use serde_json::{Value, json};
 
 use crate::fix::Fix;
-use crate::text::LineIndex;
 
 use super::{Located, RenderOptions, rule_url};
 
@@ -19,23 +20,25 @@ pub fn render(findings: &[Located<'_>], options: &RenderOptions<'_>) -> String {
 
 fn to_json(finding: &Located<'_>, options: &RenderOptions<'_>) -> Value {
     let diagnostic = finding.diagnostic;
-    let text = &finding.report.text;
-    let lines = &finding.lines;
     let path = &finding.report.path;
     let absolute = if path.is_absolute() || path.as_os_str() == "-" { path.clone() } else { options.cwd.join(path) };
     let related: Vec<Value> = diagnostic
         .related
         .iter()
         .map(|related| {
-            json!({
+            let mut value = json!({
                 "message": related.message,
-                "location": lines.location(text, related.range.start),
-                "end_location": lines.location(text, related.range.end),
-            })
+                "location": finding.place(related.range.start).1,
+                "end_location": finding.place(related.range.end).1,
+            });
+            if let (Some(cell), _) = finding.place(related.range.start) {
+                value["cell"] = json!(cell);
+            }
+            value
         })
         .collect();
     json!({
-        "cell": null,
+        "cell": finding.cell,
         "code": diagnostic.code,
         "name": diagnostic.name,
         "message": diagnostic.message,
@@ -43,7 +46,7 @@ fn to_json(finding: &Located<'_>, options: &RenderOptions<'_>) -> Value {
         "filename": absolute.to_string_lossy(),
         "location": finding.start,
         "end_location": finding.end,
-        "fix": diagnostic.fix.as_ref().map(|fix| fix_json(fix, text, lines)),
+        "fix": diagnostic.fix.as_ref().map(|fix| fix_json(fix, finding)),
         "url": rule_url(diagnostic.code),
         "noqa_row": finding.start.row,
         "knowledge": diagnostic.knowledge,
@@ -51,14 +54,22 @@ fn to_json(finding: &Located<'_>, options: &RenderOptions<'_>) -> Value {
     })
 }
 
-fn fix_json(fix: &Fix, text: &str, lines: &LineIndex) -> Value {
-    json!({
-        "applicability": fix.applicability.as_str(),
-        "message": fix.title,
-        "edits": fix.edits.iter().map(|edit| json!({
-            "content": edit.content,
-            "location": lines.location(text, edit.range.start),
-            "end_location": lines.location(text, edit.range.end),
-        })).collect::<Vec<_>>(),
-    })
+fn fix_json(fix: &Fix, finding: &Located<'_>) -> Value {
+    let edits: Vec<Value> = fix
+        .edits
+        .iter()
+        .map(|edit| {
+            let (cell, start) = finding.place(edit.range.start);
+            let mut value = json!({
+                "content": edit.content,
+                "location": start,
+                "end_location": finding.place(edit.range.end).1,
+            });
+            if let Some(cell) = cell {
+                value["cell"] = json!(cell);
+            }
+            value
+        })
+        .collect();
+    json!({ "applicability": fix.applicability.as_str(), "message": fix.title, "edits": edits })
 }

@@ -33,10 +33,43 @@ pub fn rule_url(code: &str) -> Option<String> {
 pub struct Located<'a> {
     pub report: &'a FileReport,
     pub diagnostic: &'a Diagnostic,
+    /// In a notebook, the number of the cell the finding is in; `start` and `end` are then
+    /// positions in that cell.
+    pub cell: Option<usize>,
     pub start: SourceLocation,
     pub end: SourceLocation,
     /// The line index of the report's text, shared by its findings.
     pub lines: Arc<LineIndex>,
+}
+
+impl Located<'_> {
+    /// Where an offset of the report's text is shown: the notebook cell it is in, if any, and
+    /// the row and column (in that cell).
+    pub fn place(&self, offset: usize) -> (Option<usize>, SourceLocation) {
+        place(self.report, &self.lines, offset)
+    }
+
+    /// [`Located::place`] written as `row:column`, after `cell N:` in a notebook.
+    pub fn place_text(&self, offset: usize) -> String {
+        let (cell, at) = self.place(offset);
+        format!("{}{}:{}", cell_prefix(cell), at.row, at.column)
+    }
+}
+
+/// `cell N:` for a notebook's cell, nothing otherwise: what the text formats put between a
+/// notebook's path and the row.
+pub fn cell_prefix(cell: Option<usize>) -> String {
+    cell.map(|n| format!("cell {n}:")).unwrap_or_default()
+}
+
+fn place(report: &FileReport, lines: &LineIndex, offset: usize) -> (Option<usize>, SourceLocation) {
+    match &report.notebook {
+        None => (None, lines.location(&report.text, offset)),
+        Some(notebook) => {
+            let (cell, location) = notebook.program.location(offset);
+            (notebook.numbers.get(cell).copied(), location)
+        }
+    }
 }
 
 /// Every finding of every report, in report order, with one-based rows and character columns.
@@ -45,13 +78,11 @@ pub fn located(reports: &[FileReport]) -> Vec<Located<'_>> {
     for report in reports.iter().filter(|r| !r.diagnostics.is_empty()) {
         let lines = Arc::new(LineIndex::new(&report.text));
         for diagnostic in &report.diagnostics {
-            out.push(Located {
-                report,
-                diagnostic,
-                start: lines.location(&report.text, diagnostic.range.start),
-                end: lines.location(&report.text, diagnostic.range.end),
-                lines: lines.clone(),
-            });
+            let (cell, start) = place(report, &lines, diagnostic.range.start);
+            let (end_cell, end) = place(report, &lines, diagnostic.range.end);
+            // A range that ends in a later cell is shown to the end of its own.
+            let end = if end_cell == cell { end } else { start };
+            out.push(Located { report, diagnostic, cell, start, end, lines: lines.clone() });
         }
     }
     out

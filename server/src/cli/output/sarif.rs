@@ -1,6 +1,8 @@
 //! SARIF 2.1.0 as GitHub code scanning reads it: one run whose driver lists every rule, and one
 //! result per finding with a repository-relative location and, where there is one, the fix.
-//! Columns are Unicode code points (`columnKind`), the same columns the other formats show.
+//! Columns are Unicode code points (`columnKind`), the same columns the other formats show. In a
+//! notebook the region is in the cell's own lines, and the result's `properties.cell` is the
+//! cell's number.
 
 use serde_json::{Value, json};
 
@@ -81,18 +83,19 @@ fn result_json(finding: &Located<'_>, options: &RenderOptions<'_>) -> Value {
             }
         }],
     });
+    if let Some(cell) = finding.cell {
+        result["properties"] = json!({ "cell": cell });
+    }
     if let Some(index) = RULES.iter().position(|rule| rule.code == diagnostic.code) {
         result["ruleIndex"] = json!(index);
     }
     if let Some(fix) = diagnostic.fix.as_ref().filter(|fix| fix.applicability != Applicability::DisplayOnly) {
-        let text = &finding.report.text;
-        let lines = &finding.lines;
         let replacements: Vec<Value> = fix
             .edits
             .iter()
             .map(|edit| {
-                let start = lines.location(text, edit.range.start);
-                let end = lines.location(text, edit.range.end);
+                let start = finding.place(edit.range.start).1;
+                let end = finding.place(edit.range.end).1;
                 json!({
                     "deletedRegion": {
                         "startLine": start.row, "startColumn": start.column,

@@ -14,12 +14,7 @@ pub const NAME: &str = "culint.applyAllFixes";
 
 pub async fn run(context: &ServerContext, arguments: &[Value]) -> Result<Option<Value>> {
     let uri = document_argument(arguments)?;
-    let (snapshot, encoding, versioned, can_apply) = {
-        let session = context.session.lock();
-        let snapshot = session.snapshot(&uri).ok_or_else(|| unknown_document(&uri))?;
-        (snapshot, session.features.encoding, session.features.versioned_edits, session.features.apply_edit)
-    };
-    if !can_apply {
+    if !context.session.lock().features.apply_edit {
         return Err(Error {
             code: tower_lsp_server::jsonrpc::ErrorCode::InvalidRequest,
             message: format!(
@@ -30,6 +25,18 @@ pub async fn run(context: &ServerContext, arguments: &[Value]) -> Result<Option<
             data: None,
         });
     }
+    if let Some(fixed) = crate::lsp::notebooks::fix_all(context, &uri).await {
+        // A notebook cell: the fixes of the whole notebook.
+        let (edit, fixes) = fixed?;
+        let Some(edit) = edit else { return Ok(Some(json!({"applied": false, "fixes": 0}))) };
+        let response = context.client.apply_edit(edit).await?;
+        return Ok(Some(json!({"applied": response.applied, "fixes": if response.applied { fixes } else { 0 }})));
+    }
+    let (snapshot, encoding, versioned) = {
+        let session = context.session.lock();
+        let snapshot = session.snapshot(&uri).ok_or_else(|| unknown_document(&uri))?;
+        (snapshot, session.features.encoding, session.features.versioned_edits)
+    };
     let input = snapshot.clone();
     let outcome = context.blocking("apply all fixes", move || fix_all(&input)).await?;
     if outcome.edits.is_empty() {

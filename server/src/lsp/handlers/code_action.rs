@@ -21,6 +21,9 @@ use crate::lsp::position::PositionMapper;
 use crate::lsp::session::Snapshot;
 
 pub async fn code_action(context: &ServerContext, params: CodeActionParams) -> Result<Option<CodeActionResponse>> {
+    if let Some(actions) = crate::lsp::notebooks::code_actions(context, &params).await {
+        return actions.map(Some);
+    }
     let uri = params.text_document.uri;
     let only = params.context.only.as_deref();
     let ours: Vec<lsp::Diagnostic> =
@@ -90,7 +93,7 @@ pub async fn code_action(context: &ServerContext, params: CodeActionParams) -> R
 
 /// Whether `kind` was asked for: `only` absent asks for everything, and a kind covers its
 /// sub-kinds (`source` covers `source.fixAll.culint`).
-fn requested(only: Option<&[CodeActionKind]>, kind: &CodeActionKind) -> bool {
+pub fn requested(only: Option<&[CodeActionKind]>, kind: &CodeActionKind) -> bool {
     let Some(only) = only else { return true };
     only.iter().any(|o| kind.as_str() == o.as_str() || kind.as_str().starts_with(&format!("{}.", o.as_str())))
 }

@@ -19,6 +19,12 @@ pub async fn document_diagnostic(
     params: DocumentDiagnosticParams,
 ) -> Result<DocumentDiagnosticReportResult> {
     let uri = params.text_document.uri;
+    if context.session.lock().notebooks.owns_cell(&uri) {
+        // A notebook's diagnostics are pushed, cell by cell (see `notebooks`).
+        return Ok(DocumentDiagnosticReportResult::Report(DocumentDiagnosticReport::Full(
+            RelatedFullDocumentDiagnosticReport::default(),
+        )));
+    }
     let Some((snapshot, diagnostics)) = context.lint_current(&uri).await? else {
         return Err(changed_while_linting());
     };

@@ -15,6 +15,9 @@ use crate::text::TextRange;
 pub async fn hover(context: &ServerContext, params: HoverParams) -> Result<Option<Hover>> {
     let uri = params.text_document_position_params.text_document.uri;
     let position = params.text_document_position_params.position;
+    if let Some(hover) = crate::lsp::notebooks::hover(context, &uri, position) {
+        return hover.map_err(Error::invalid_params);
+    }
     let (snapshot, encoding, lang) = {
         let session = context.session.lock();
         (session.snapshot(&uri).ok_or_else(|| unknown_document(&uri))?, session.features.encoding, session.lang)

@@ -56,6 +56,7 @@ fn capabilities(features: &ClientFeatures) -> ServerCapabilities {
             change: Some(TextDocumentSyncKind::INCREMENTAL),
             ..TextDocumentSyncOptions::default()
         })),
+        notebook_document_sync: Some(OneOf::Left(crate::lsp::notebooks::sync_options())),
         diagnostic_provider: features.pull_diagnostics.then(|| {
             DiagnosticServerCapabilities::Options(DiagnosticOptions {
                 identifier: Some("culint".to_owned()),

@@ -12,4 +12,8 @@ pub mod execute_command;
 pub mod hover;
 pub mod initialize;
 pub mod initialized;
+pub mod notebook_did_change;
+pub mod notebook_did_close;
+pub mod notebook_did_open;
+pub mod notebook_did_save;
 pub mod shutdown;
