@@ -297,7 +297,7 @@ fn split_at_statements(tree: &Tree, parts: usize) -> Vec<std::ops::Range<usize>>
     let root = tree.root_node();
     let end = root.end_byte().max(1);
     if parts <= 1 {
-        return vec![0..usize::MAX];
+        return std::iter::once(0..usize::MAX).collect();
     }
     let mut cursor = root.walk();
     let mut bounds = vec![0];

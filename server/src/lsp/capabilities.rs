@@ -56,3 +56,17 @@ impl ClientFeatures {
         }
     }
 }
+
+/// The kind of culint's fix-all action, so editors can run it on save
+/// (`"editor.codeActionsOnSave": {"source.fixAll.culint": "explicit"}`).
+pub const FIX_ALL_KIND: &str = "source.fixAll.culint";
+
+/// Whether `kind` was asked for: `only` absent asks for everything, and a kind covers its
+/// sub-kinds (`source` covers `source.fixAll.culint`).
+pub fn requested(
+    only: Option<&[tower_lsp_server::ls_types::CodeActionKind]>,
+    kind: &tower_lsp_server::ls_types::CodeActionKind,
+) -> bool {
+    let Some(only) = only else { return true };
+    only.iter().any(|o| kind.as_str() == o.as_str() || kind.as_str().starts_with(&format!("{}.", o.as_str())))
+}

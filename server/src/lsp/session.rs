@@ -221,7 +221,7 @@ pub struct Session {
     pub hardware: Option<HardwareFacts>,
     pub documents: HashMap<Uri, OpenDocument>,
     /// The open notebooks, whose cells are not among `documents`.
-    pub notebooks: crate::lsp::notebooks::Notebooks,
+    pub notebooks: crate::lsp::notebook_documents::Notebooks,
     /// The documents opened or edited last, most recent first (at most [`RETAINED_TREES`]).
     recently_active: std::collections::VecDeque<Uri>,
     /// Problems found before the client could be told (settings read during `initialize`).

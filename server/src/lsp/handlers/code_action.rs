@@ -12,10 +12,10 @@ use tower_lsp_server::ls_types::{
 
 use crate::diagnostic::Diagnostic;
 use crate::fix::{Applicability, Fix};
+use crate::lsp::capabilities::{FIX_ALL_KIND, requested};
 use crate::lsp::context::ServerContext;
 use crate::lsp::diagnostics::{SOURCE, data_of};
 use crate::lsp::edits::{fix_all, text_edits, workspace_edit};
-use crate::lsp::handlers::initialize::FIX_ALL_KIND;
 use crate::lsp::ignore_comment::disable_for_line;
 use crate::lsp::position::PositionMapper;
 use crate::lsp::session::Snapshot;
@@ -89,13 +89,6 @@ pub async fn code_action(context: &ServerContext, params: CodeActionParams) -> R
         }
     }
     Ok(Some(actions))
-}
-
-/// Whether `kind` was asked for: `only` absent asks for everything, and a kind covers its
-/// sub-kinds (`source` covers `source.fixAll.culint`).
-pub fn requested(only: Option<&[CodeActionKind]>, kind: &CodeActionKind) -> bool {
-    let Some(only) = only else { return true };
-    only.iter().any(|o| kind.as_str() == o.as_str() || kind.as_str().starts_with(&format!("{}.", o.as_str())))
 }
 
 fn quick_fixes(

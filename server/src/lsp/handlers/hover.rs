@@ -4,10 +4,10 @@
 use tower_lsp_server::jsonrpc::{Error, Result};
 use tower_lsp_server::ls_types::{Hover, HoverContents, HoverParams, MarkupContent, MarkupKind};
 
-use crate::diagnostic::Diagnostic;
-use crate::knowledge::{self, Lang};
+use crate::knowledge::Lang;
 use crate::lsp::context::{ServerContext, unknown_document};
 use crate::lsp::position::PositionMapper;
+pub use crate::lsp::rule_docs::{diagnostic_hover, rule_markdown};
 use crate::rules::{RULES, Rule};
 use crate::suppression::{comments, selector_matches};
 use crate::text::TextRange;
@@ -54,32 +54,6 @@ fn markdown_hover(
     }
 }
 
-/// Docs of the rules flagged at `offset`, the narrowest finding's range first.
-pub fn diagnostic_hover(diagnostics: &[Diagnostic], offset: usize, lang: Lang) -> Option<(TextRange, String)> {
-    let mut hits: Vec<&Diagnostic> = diagnostics
-        .iter()
-        .filter(|d| {
-            d.range.start <= offset && (offset < d.range.end || (d.range.is_empty() && offset == d.range.start))
-        })
-        .collect();
-    hits.sort_by_key(|d| d.range.len());
-    let range = hits.first()?.range;
-    let mut seen: Vec<&str> = Vec::new();
-    let sections: Vec<String> = hits
-        .iter()
-        .filter(|d| {
-            let new = !seen.contains(&d.code);
-            seen.push(d.code);
-            new
-        })
-        .map(|d| match crate::rules::by_code(d.code) {
-            Some(rule) => rule_markdown(rule, lang),
-            None => format!("**{}**: {}", d.code, d.message),
-        })
-        .collect();
-    Some((range, sections.join("\n\n---\n\n")))
-}
-
 /// The doc of the rule a code in `# culint: ignore[...]` or `# noqa: ...` names; a prefix lists
 /// the rules it covers.
 pub fn suppression_code_hover(
@@ -103,24 +77,10 @@ pub fn suppression_code_hover(
     Some((TextRange::new(start, end), markdown))
 }
 
-/// A rule's doc under a heading with its code and name (the same text as `culint rule`), then
-/// the knowledge entry it links to: the runtime error this code leads to, and what works.
-pub fn rule_markdown(rule: &Rule, lang: Lang) -> String {
-    // The doc opens with its own `# name (CODE)` title, which this heading replaces.
-    let doc = rule.doc.trim();
-    let body = doc.strip_prefix('#').and_then(|rest| rest.split_once('\n')).map_or(doc, |(_, body)| body.trim_start());
-    let mut markdown = format!("### {} `{}`\n\n{}", rule.code, rule.name, body);
-    if let Some(entry) = rule.knowledge.and_then(|id| knowledge::builtin().entry(id)) {
-        markdown.push_str("\n\n---\n\n");
-        markdown.push_str(entry.to_markdown(lang).trim_end());
-    }
-    markdown
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::diagnostic::Severity;
+    use crate::diagnostic::{Diagnostic, Severity};
     use crate::parse::parse;
 
     fn finding(code: &'static str, range: TextRange) -> Diagnostic {

@@ -16,9 +16,7 @@ use crate::lsp::context::ServerContext;
 use crate::lsp::session::path_of;
 use crate::lsp::settings::ClientSettings;
 
-/// The kind of culint's fix-all action, so editors can run it on save
-/// (`"editor.codeActionsOnSave": {"source.fixAll.culint": "explicit"}`).
-pub const FIX_ALL_KIND: &str = "source.fixAll.culint";
+pub use crate::lsp::capabilities::FIX_ALL_KIND;
 
 pub async fn initialize(context: &ServerContext, params: InitializeParams) -> Result<InitializeResult> {
     let features = ClientFeatures::from_capabilities(&params.capabilities);
@@ -56,7 +54,7 @@ fn capabilities(features: &ClientFeatures) -> ServerCapabilities {
             change: Some(TextDocumentSyncKind::INCREMENTAL),
             ..TextDocumentSyncOptions::default()
         })),
-        notebook_document_sync: Some(OneOf::Left(crate::lsp::notebooks::sync_options())),
+        notebook_document_sync: Some(OneOf::Left(crate::lsp::notebook_documents::sync_options())),
         diagnostic_provider: features.pull_diagnostics.then(|| {
             DiagnosticServerCapabilities::Options(DiagnosticOptions {
                 identifier: Some("culint".to_owned()),
