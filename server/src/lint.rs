@@ -94,6 +94,8 @@ impl Default for LintSettings {
 pub struct LintContext<'a> {
     pub path: Option<&'a Path>,
     pub project: Option<&'a ProjectIndex>,
+    /// What the configuration says the file is (`code-kind`), overriding culint's judgement.
+    pub code_kind: Option<crate::semantic::CodeKind>,
 }
 
 /// The rules of `settings` that could fire on `text`, judged from its bytes alone (see

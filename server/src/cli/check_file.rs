@@ -50,6 +50,8 @@ pub struct FileReport {
     /// The fixed text, when fixes changed a text that has no file to write (stdin).
     pub fixed_text: Option<String>,
     pub notices: Vec<Notice>,
+    /// What the file was judged to be (test, example, entry point, library), and why.
+    pub code_kind: Option<crate::semantic::Judgement>,
 }
 
 impl FileReport {
@@ -68,6 +70,7 @@ impl FileReport {
             diff: None,
             fixed_text: None,
             notices: Vec::new(),
+            code_kind: None,
         }
     }
 
@@ -135,11 +138,15 @@ pub fn check_source(
     settings: &ResolvedSettings,
     mode: FixMode,
 ) -> FileReport {
-    let context = LintContext { path: Some(path), project: Some(&PROJECT) };
+    let context = LintContext { path: Some(path), project: Some(&PROJECT), code_kind: settings.code_kind };
     let threshold = if settings.unsafe_fixes { Applicability::Unsafe } else { Applicability::Safe };
     let mut report = FileReport::empty(display);
     report.fix_threshold = threshold;
     let text = &source.text;
+    report.code_kind = Some(match settings.code_kind {
+        Some(kind) => crate::semantic::code_kind::configured(kind),
+        None => crate::semantic::code_kind::judge(Some(path), text),
+    });
     if mode == FixMode::Report {
         report.diagnostics = lint_text(text, context, &settings.lint);
         // The text is kept only to show the findings in it.

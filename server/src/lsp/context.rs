@@ -314,7 +314,7 @@ struct Linted {
 /// [`Snapshot::tree_to_lint`] (none for an excluded file, which gets no diagnostics), with what
 /// `then` makes of the diagnostics, made as [`lint_again_then`] makes it.
 fn lint_snapshot_then<T: Send>(snapshot: &Snapshot, then: impl FnOnce(&[Diagnostic]) -> T + Send) -> (Linted, T) {
-    let context = LintContext { path: snapshot.path.as_deref(), project: Some(&snapshot.project) };
+    let context = LintContext { path: snapshot.path.as_deref(), project: Some(&snapshot.project), code_kind: None };
     let tree = snapshot.tree_to_lint();
     let (diagnostics, made) = match (&tree, &snapshot.statements) {
         (None, _) => (Vec::new(), then(&[])),

@@ -17,7 +17,7 @@ pub const RULE: Rule = Rule {
     fix: FixAvailability::Sometimes,
     query: include_str!("../../../queries/python/missing_autocast.scm"),
     prefilter: Prefilter {
-        all_of: &[&["backward(", "backward ("], &["cuda", "CUDA", "Cuda", "nccl", "NCCL"]],
+        all_of: &[&["backward(", "backward ("], &["cuda", "CUDA", "Cuda", "nccl", "NCCL", "current_accelerator"]],
         scan: None,
     },
     check,
@@ -95,6 +95,10 @@ a `GradScaler` instead.
 "#;
 
 fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
+    // A test is held only to what a test can cause (see `semantic::code_kind`).
+    if checker.model.is_test_code(candidate.node) {
+        return;
+    }
     let model = checker.model;
     let backward = candidate.node;
     let Some(step_loop) = model.enclosing_step_loop(backward) else { return };
