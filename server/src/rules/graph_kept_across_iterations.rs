@@ -143,13 +143,19 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
 /// is measured at about 3 MiB a step for a 16-layer MLP whose un-backpropagated loss keeps 128 MiB
 /// (bench/real_world/gpu/kept_loss_memory.py), and a reset bounds it to one accumulation window.
 /// An accumulator never reset in the loop grows for the whole epoch and is still reported.
-fn reset_after_its_own_backward<'a>(model: &Model<'a>, scope: Node<'a>, accumulator: Node<'a>, value: Node<'a>) -> bool {
+fn reset_after_its_own_backward<'a>(
+    model: &Model<'a>,
+    scope: Node<'a>,
+    accumulator: Node<'a>,
+    value: Node<'a>,
+) -> bool {
     let Some(root) = ast::root_identifier(value) else { return false };
     let kept = model.node_text(root);
     let target = model.node_text(accumulator);
-    let backpropagated = model.calls_named("backward").iter().any(|call| {
-        ast::contains(scope, *call) && ast::receiver(*call).is_some_and(|r| model.node_text(r) == kept)
-    });
+    let backpropagated = model
+        .calls_named("backward")
+        .iter()
+        .any(|call| ast::contains(scope, *call) && ast::receiver(*call).is_some_and(|r| model.node_text(r) == kept));
     let reset = model.assignments_to(target).iter().any(|assignment| {
         ast::contains(scope, *assignment)
             && assignment.kind() == "assignment"

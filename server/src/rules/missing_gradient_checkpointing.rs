@@ -200,7 +200,20 @@ fn checkpointing_is_on(model: &Model<'_>) -> bool {
     {
         return true;
     }
+    if model.all_calls().iter().any(|call| is_trl_trainer_config(model, *call)) {
+        return true;
+    }
     model.all_calls().iter().any(|call| model.callee_summary(*call).is_some_and(|s| s.enables_checkpointing))
+}
+
+/// A TRL trainer config (`SFTConfig(...)`, `DPOConfig(...)`, `GRPOConfig(...)`, ...): TRL's
+/// `_BaseConfig`, which they all extend, defaults `gradient_checkpointing` to `True`
+/// (trl/trainer/base_config.py, since February 2026).
+fn is_trl_trainer_config(model: &Model<'_>, call: Node<'_>) -> bool {
+    model.call_qualified_name(call).is_some_and(|qualified| {
+        let class = qualified.rsplit('.').next().unwrap_or_default();
+        qualified.starts_with("trl.") && class.ends_with("Config") && !matches!(class, "ModelConfig" | "LoraConfig")
+    })
 }
 
 /// The loaded model is handed to a helper the checker cannot see, which may enable checkpointing:
