@@ -149,13 +149,35 @@ fn reset_after_its_own_backward<'a>(
     accumulator: Node<'a>,
     value: Node<'a>,
 ) -> bool {
-    let Some(root) = ast::root_identifier(value) else { return false };
-    let kept = model.node_text(root);
+    let mut names = Vec::new();
+    let mut stack = vec![value];
+    while let Some(node) = stack.pop() {
+        let is_field = node
+            .parent()
+            .is_some_and(|p| p.kind() == "attribute" && p.field("attribute").is_some_and(|a| a.id() == node.id()));
+        if node.kind() == "identifier" && !is_field && model.node_text(node) != "self" {
+            names.push(model.node_text(node));
+        }
+        let mut cursor = node.walk();
+        stack.extend(node.named_children(&mut cursor));
+    }
     let target = model.node_text(accumulator);
-    let backpropagated = model
-        .calls_named("backward")
-        .iter()
-        .any(|call| ast::contains(scope, *call) && ast::receiver(*call).is_some_and(|r| model.node_text(r) == kept));
+    // The backward's subject (`x.backward()`, `accelerator.backward(x)`) is the kept value, or a
+    // name the loop computes from it (`loss = class_loss + kd_loss` then `loss.backward()`).
+    let backpropagated = model.calls_named("backward").iter().any(|call| {
+        if !ast::contains(scope, *call) {
+            return false;
+        }
+        let subject = ast::positional_args(*call).first().copied().or_else(|| ast::receiver(*call));
+        let Some(subject) = subject.and_then(ast::root_identifier).map(|s| model.node_text(s)) else { return false };
+        names.contains(&subject)
+            || model.assignments_to(subject).iter().any(|assignment| {
+                ast::contains(scope, *assignment)
+                    && assignment
+                        .field("right")
+                        .is_some_and(|right| names.iter().any(|name| mentions(right, model.text, name)))
+            })
+    });
     let reset = model.assignments_to(target).iter().any(|assignment| {
         ast::contains(scope, *assignment)
             && assignment.kind() == "assignment"
