@@ -9,7 +9,9 @@
 //! `code-kind` for its path) and per function (a pytest test, a `unittest.TestCase` method or a
 //! pytest fixture is test code in any file).
 
-use std::path::{Component, Path};
+use std::collections::HashMap;
+use std::path::{Component, Path, PathBuf};
+use std::sync::{LazyLock, Mutex, PoisonError};
 
 use tree_sitter::Node;
 
@@ -83,9 +85,17 @@ pub fn judge(path: Option<&Path>, text: &str) -> Judgement {
     let test_folder = folders.iter().rposition(|f| TEST_FOLDERS.contains(f));
     if let Some(i) = test_folder
         && !folders[i + 1..].iter().any(|f| TEST_INPUT_FOLDERS.contains(f))
-        && uses_a_test_framework(text)
     {
-        return judgement(CodeKind::Test, format!("it is in `{}/` and imports a test framework", folders[i]));
+        if uses_a_test_framework(text) {
+            return judgement(CodeKind::Test, format!("it is in `{}/` and imports a test framework", folders[i]));
+        }
+        // A script that the test suite launches (`torchrun tests/training/lora_tp.py`) lives beside
+        // the suite's `conftest.py`.
+        let depth = folders.len() - i - 1;
+        let test_root = path.and_then(Path::parent).and_then(|p| p.ancestors().nth(depth));
+        if test_root.is_some_and(has_conftest) {
+            return judgement(CodeKind::Test, format!("it is in a test suite (`{}/` has a `conftest.py`)", folders[i]));
+        }
     }
     if let Some(folder) = folders.iter().rev().find(|f| EXAMPLE_FOLDERS.contains(f)) {
         return judgement(CodeKind::Example, format!("it is in `{folder}/`"));
@@ -94,6 +104,13 @@ pub fn judge(path: Option<&Path>, text: &str) -> Judgement {
         return judgement(CodeKind::EntryPoint, "it runs as a script (`if __name__ == \"__main__\":`)");
     }
     judgement(CodeKind::Library, "it defines code for others to call and does not run as a script")
+}
+
+/// Whether `folder` holds a `conftest.py`, asked of the file system once per folder.
+fn has_conftest(folder: &Path) -> bool {
+    static KNOWN: LazyLock<Mutex<HashMap<PathBuf, bool>>> = LazyLock::new(Default::default);
+    let mut known = KNOWN.lock().unwrap_or_else(PoisonError::into_inner);
+    *known.entry(folder.to_path_buf()).or_insert_with(|| folder.join("conftest.py").is_file())
 }
 
 fn judgement(kind: CodeKind, reason: impl Into<String>) -> Judgement {
@@ -120,7 +137,7 @@ impl<'a> Model<'a> {
     /// Whether `node` is test code: the file is a test, or `node` lies in a pytest test, a pytest
     /// fixture, a `Test...` class or a `unittest.TestCase` subclass.
     pub fn is_test_code(&self, node: Node<'a>) -> bool {
-        if self.context.code_kind.map_or_else(|| judge(self.context.path, self.text).kind, |k| k) == CodeKind::Test {
+        if self.context.code_kind.unwrap_or_else(|| judge(self.context.path, self.text).kind) == CodeKind::Test {
             return true;
         }
         self.ancestor_nodes(node).any(|n| match n.kind() {
@@ -179,6 +196,21 @@ mod tests {
         assert_eq!(kind("examples/nlp/train.py", "import torch\n"), CodeKind::Example);
         assert_eq!(kind("train.py", "if __name__ == \"__main__\":\n    main()\n"), CodeKind::EntryPoint);
         assert_eq!(kind("pkg/modeling.py", "class A: pass\n"), CodeKind::Library);
+    }
+
+    #[test]
+    fn a_script_beside_the_suites_conftest_is_a_test() {
+        let root = std::env::temp_dir().join(format!("culint-code-kind-{}", std::process::id()));
+        for (suite, has_conftest) in [("with", true), ("without", false)] {
+            let training = root.join(suite).join("tests/training");
+            std::fs::create_dir_all(&training).unwrap();
+            if has_conftest {
+                std::fs::write(root.join(suite).join("tests/conftest.py"), "").unwrap();
+            }
+            let expected = if has_conftest { CodeKind::Test } else { CodeKind::Library };
+            assert_eq!(judge(Some(&training.join("lora_tp.py")), "import torch\n").kind, expected, "{suite}");
+        }
+        std::fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]

@@ -107,7 +107,7 @@ fn of_expression<'a>(model: &Model<'a>, call: Node<'a>, argument: Node<'a>) -> O
             let mut largest: Option<Size> = None;
             for assignment in assignments {
                 if assignment.kind() != "assignment"
-                    || !assignment.field("left").is_some_and(|left| left.kind() == "identifier")
+                    || assignment.field("left").is_none_or(|left| left.kind() != "identifier")
                 {
                     return None;
                 }
