@@ -495,3 +495,67 @@ fn output_format_comes_from_the_configuration_unless_given() {
     let given = culint(dir.path(), &["check", "--output-format", "github"]);
     assert!(given.stdout.starts_with("::warning file=train.py,"), "{}", given.stdout);
 }
+
+/// An fp32 step loop on CUDA, as a test and as a training script would write it.
+const FP32_LOOP: &str = "import torch\n\nmodel = torch.nn.Linear(4, 4).cuda()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\nfor _ in range(3):\n    opt.zero_grad()\n    model(torch.randn(2, 4).cuda()).sum().backward()\n    opt.step()\n";
+
+#[test]
+fn show_context_says_what_each_file_is_and_tests_are_held_to_what_tests_cause() {
+    let dir = project(&[
+        ("tests/test_step.py", FP32_LOOP.as_bytes()),
+        ("examples/train.py", FP32_LOOP.as_bytes()),
+        ("pkg/modeling.py", b"import torch\n"),
+    ]);
+    let run = culint(dir.path(), &["check", "--show-context", "--output-format", "concise", "--exit-zero"]);
+    let out = run.stdout.replace('\\', "/");
+    assert!(out.contains("tests/test_step.py: test (pytest collects `test_step.py` by its name)"), "{out}");
+    assert!(out.contains("examples/train.py: example (it is in `examples/`)"), "{out}");
+    assert!(out.contains("pkg/modeling.py: library ("), "{out}");
+    // The fp32 loop is a finding in the example, not in the test.
+    assert!(out.contains("examples/train.py:7:") && out.contains("CUL302"), "{out}");
+    assert!(!out.contains("tests/test_step.py:7:"), "{out}");
+
+    let json = culint(dir.path(), &["check", "--output-format", "json", "--exit-zero"]);
+    let findings: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(findings[0]["code_kind"]["kind"], "example", "{}", json.stdout);
+}
+
+#[test]
+fn configured_code_kind_overrides_the_judgement() {
+    let dir = project(&[
+        ("pyproject.toml", b"[tool.culint]\ncode-kind = { \"tests/**\" = \"entry-point\" }\n"),
+        ("tests/test_step.py", FP32_LOOP.as_bytes()),
+    ]);
+    let run = culint(dir.path(), &["check", "--show-context", "--output-format", "concise", "--exit-zero"]);
+    let out = run.stdout.replace('\\', "/");
+    assert!(out.contains("tests/test_step.py: entry-point (the configuration's `code-kind`"), "{out}");
+    assert!(out.contains("tests/test_step.py:7:") && out.contains("CUL302"), "{out}");
+
+    let bad =
+        project(&[("pyproject.toml", b"[tool.culint]\ncode-kind = { \"x/**\" = \"benchmark\" }\n"), ("a.py", b"")]);
+    let run = culint(bad.path(), &["check"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("expected one of \"test\", \"example\", \"entry-point\", \"library\""),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn cuda_amp_fix_is_unsafe_below_the_declared_torch_floor() {
+    let script = b"import torch\n\nscaler = torch.cuda.amp.GradScaler()\n";
+    let old = project(&[("pyproject.toml", b"[project]\ndependencies = [\"torch>=2.0\"]\n"), ("train.py", script)]);
+    let run = culint(old.path(), &["check", "--output-format", "json", "--exit-zero"]);
+    let findings: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(findings[0]["fix"]["applicability"], "unsafe", "{}", run.stdout);
+    let title = findings[0]["fix"]["message"].as_str().unwrap();
+    assert!(title.contains("needs torch 2.3 or newer, and the project declares torch >= 2.0"), "{title}");
+    culint(old.path(), &["check", "--fix", "--exit-zero"]);
+    assert_eq!(std::fs::read(old.path().join("train.py")).unwrap(), script, "a safe --fix leaves it");
+
+    let new = project(&[("pyproject.toml", b"[project]\ndependencies = [\"torch>=2.4\"]\n"), ("train.py", script)]);
+    let run = culint(new.path(), &["check", "--output-format", "json", "--exit-zero"]);
+    let findings: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(findings[0]["fix"]["applicability"], "safe", "{}", run.stdout);
+}

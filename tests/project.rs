@@ -17,7 +17,11 @@ fn fixture(relative: &str) -> PathBuf {
 
 fn lint_with(path: &Path, project: Option<&ProjectIndex>, rules: RuleSet) -> Vec<Diagnostic> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    lint_text(&text, LintContext { path: Some(path), project }, &LintSettings { rules, ..Default::default() })
+    lint_text(
+        &text,
+        LintContext { path: Some(path), project, code_kind: None },
+        &LintSettings { rules, ..Default::default() },
+    )
 }
 
 /// `(line, code)` of every finding of the rules that read project summaries: whether a helper

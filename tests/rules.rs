@@ -97,7 +97,7 @@ fn every_rule_flags_exactly_its_marked_lines() {
         for (path, text) in paths.iter().zip(&texts) {
             let expected = marked_lines(text, rule.code);
             let tree = parse(text, None);
-            let context = LintContext { path: Some(path), project: None };
+            let context = LintContext { path: Some(path), project: None, code_kind: None };
             let diagnostics = lint(text, &tree, context, &settings_for(rule, text));
             let index = culint::text::LineIndex::new(text);
             let flagged: BTreeSet<usize> =
@@ -170,7 +170,7 @@ fn fixes_parse_converge_and_match_snapshots() {
         for path in fixture_paths(rule) {
             let text = std::fs::read_to_string(&path).expect("fixture is UTF-8");
             let settings = settings_for(rule, &text);
-            let context = LintContext { path: Some(&path), project: None };
+            let context = LintContext { path: Some(&path), project: None, code_kind: None };
             let before_errors = error_count(&parse(&text, None));
             let outcome = fix_text(&text, context, &settings, Applicability::Unsafe);
             assert!(!outcome.refused_unparsable, "{}: a fix pass made the file parse worse", path.display());

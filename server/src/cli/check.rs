@@ -59,6 +59,10 @@ pub struct CheckArgs {
     /// still written, and `--fix -` still prints the fixed text.
     #[arg(short, long)]
     silent: bool,
+    /// Print what each file was judged to be (test, example, entry point or library) and why:
+    /// resource rules speak only where training or evaluation really runs.
+    #[arg(long)]
+    show_context: bool,
     /// Also report the regions the parser could not read.
     #[arg(long)]
     show_syntax_errors: bool,
@@ -229,6 +233,13 @@ fn check(args: &CheckArgs) -> Result<ExitCode, String> {
         None => return Ok(ExitCode::from(EXIT_USAGE)),
     }
 
+    if args.show_context {
+        for report in &reports {
+            if let Some(judgement) = &report.code_kind {
+                println!("{}: {} ({})", report.path.display(), judgement.kind.as_str(), judgement.reason);
+            }
+        }
+    }
     if mode == FixMode::Diff {
         return Ok(print_diffs(&reports, errors, args));
     }

@@ -55,6 +55,8 @@ pub struct FileReport {
     pub notices: Vec<Notice>,
     /// For a notebook: the program `text` is, and the cell numbers, to report findings by cell.
     pub notebook: Option<Arc<NumberedProgram>>,
+    /// What the file was judged to be (test, example, entry point, library), and why.
+    pub code_kind: Option<crate::semantic::Judgement>,
 }
 
 impl FileReport {
@@ -74,6 +76,7 @@ impl FileReport {
             fixed_text: None,
             notices: Vec::new(),
             notebook: None,
+            code_kind: None,
         }
     }
 
@@ -157,11 +160,15 @@ pub fn check_source(
     settings: &ResolvedSettings,
     mode: FixMode,
 ) -> FileReport {
-    let context = LintContext { path: Some(path), project: Some(&PROJECT) };
+    let context = LintContext { path: Some(path), project: Some(&PROJECT), code_kind: settings.code_kind };
     let threshold = if settings.unsafe_fixes { Applicability::Unsafe } else { Applicability::Safe };
     let mut report = FileReport::empty(display);
     report.fix_threshold = threshold;
     let text = &source.text;
+    report.code_kind = Some(match settings.code_kind {
+        Some(kind) => crate::semantic::code_kind::configured(kind),
+        None => crate::semantic::code_kind::judge(Some(path), text),
+    });
     if mode == FixMode::Report {
         report.diagnostics = lint_text(text, context, &settings.lint);
         // The text is kept only to show the findings in it.

@@ -24,6 +24,7 @@ pub const KEYS: &[&str] = &[
     "unsafe-fixes",
     "max-file-size",
     "knowledge-dirs",
+    "code-kind",
 ];
 
 /// Files larger than this are skipped unless `max-file-size` says otherwise: generated or
@@ -72,6 +73,9 @@ pub struct Options {
     pub ignore: Vec<String>,
     /// Pattern → selectors ignored for matching files.
     pub per_file_ignores: Vec<(PathPattern, Vec<String>)>,
+    /// Pattern → what matching files are (`test`, `example`, `entry-point`, `library`),
+    /// overriding culint's judgement; the last matching pattern wins.
+    pub code_kind: Vec<(PathPattern, crate::semantic::CodeKind)>,
     pub exclude: PathPatterns,
     /// Severity overrides, keyed by the selector as written (a code, prefix or name).
     pub severity: BTreeMap<String, Severity>,
@@ -99,6 +103,7 @@ pub fn parse_options(table: &Table, location: &str, root: &Path) -> Result<Optio
             "unsafe-fixes" => options.unsafe_fixes = Some(boolean(value).map_err(at)?),
             "max-file-size" => options.max_file_size = Some(max_file_size(value).map_err(at)?),
             "knowledge-dirs" => options.knowledge_dirs = knowledge_dirs(value, root).map_err(at)?,
+            "code-kind" => options.code_kind = code_kinds(value).map_err(at)?,
             unknown => {
                 return Err(format!(
                     "unknown key `{unknown}` {location}; expected one of {}",
@@ -165,6 +170,24 @@ fn per_file_ignores(value: &Value) -> Result<Vec<(PathPattern, Vec<String>)>, St
             let pattern = PathPattern::new(pattern)?;
             let list = selectors(selectors_value).map_err(|e| format!("pattern `{}`: {e}", pattern.as_str()))?;
             Ok((pattern, list))
+        })
+        .collect()
+}
+
+fn code_kinds(value: &Value) -> Result<Vec<(PathPattern, crate::semantic::CodeKind)>, String> {
+    use crate::semantic::CodeKind;
+    let expected = || CodeKind::NAMES.iter().map(|k| format!("\"{k}\"")).collect::<Vec<_>>().join(", ");
+    let Value::Table(table) = value else {
+        return Err(format!("expected a table of glob = one of {}, found {}", expected(), kind_of(value)));
+    };
+    table
+        .iter()
+        .map(|(pattern, kind)| {
+            let pattern = PathPattern::new(pattern)?;
+            let kind = kind.as_str().and_then(CodeKind::parse).ok_or_else(|| {
+                format!("pattern `{}`: expected one of {}, found {kind}", pattern.as_str(), expected())
+            })?;
+            Ok((pattern, kind))
         })
         .collect()
 }

@@ -36,6 +36,8 @@ pub struct ResolvedSettings {
     pub config: Option<Arc<Config>>,
     pub unsafe_fixes: bool,
     pub max_file_size: u64,
+    /// The configured `code-kind` of the file, when a pattern matches it.
+    pub code_kind: Option<crate::semantic::CodeKind>,
 }
 
 /// A configuration and the settings derived from it once, before per-file ignores.
@@ -96,6 +98,11 @@ impl Resolver {
             for (pattern, selectors) in &config.options.per_file_ignores {
                 if pattern.matches(&config.root, &path) {
                     settings.lint.rules.remove(selectors);
+                }
+            }
+            for (pattern, kind) in &config.options.code_kind {
+                if pattern.matches(&config.root, &path) {
+                    settings.code_kind = Some(*kind);
                 }
             }
         }
@@ -196,6 +203,7 @@ fn resolve(config: Option<Arc<Config>>, overrides: &Overrides) -> Resolved {
         config: config.clone(),
         unsafe_fixes: overrides.unsafe_fixes.or(options.and_then(|o| o.unsafe_fixes)).unwrap_or(false),
         max_file_size: options.and_then(|o| o.max_file_size).unwrap_or(DEFAULT_MAX_FILE_SIZE),
+        code_kind: None,
     };
     Resolved { config, base }
 }

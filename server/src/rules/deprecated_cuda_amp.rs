@@ -7,7 +7,7 @@ use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
 use crate::diagnostic::Severity;
 use crate::fix::{Edit, Fix};
 use crate::grammar_ids::FieldChild;
-use crate::semantic::{Model, ast};
+use crate::semantic::{Model, ast, torch_floor};
 use crate::text::TextRange;
 
 pub const RULE: Rule = Rule {
@@ -66,7 +66,10 @@ with autocast("cuda", dtype=torch.float16):
 ## Fix safety
 The fix is safe: `torch.amp.autocast("cuda", ...)`, `torch.amp.GradScaler("cuda", ...)` and
 `torch.amp.custom_fwd(device_type="cuda")` / `custom_bwd(device_type="cuda")` behave as the old
-names do. Positional arguments of `autocast` become keywords, since its parameter order changed.
+names do. It is unsafe, and says why, when the project declares an older torch than the
+replacement needs (`torch.amp.GradScaler` is 2.3 or newer, `torch.amp.custom_fwd(device_type=...)`
+2.4 or newer): the floor is the lower bound of the `torch` requirement in the nearest
+`pyproject.toml`, `setup.cfg`, `setup.py` or `requirements*.txt` above the file. Positional arguments of `autocast` become keywords, since its parameter order changed.
 When the name came from an import, the import is rewritten too (`from torch import amp`,
 `from torch.amp import autocast`), together with every use of the imported names; the edit of
 the import is shared, so it is applied once. There is no fix when an imported name is used other
@@ -113,6 +116,16 @@ impl Api {
         }
     }
 
+    /// The oldest torch whose `torch.amp` has the replacement: `torch.amp.GradScaler` came in
+    /// 2.3, `torch.amp.custom_fwd(device_type=...)` in 2.4, `torch.amp.autocast` in 1.10.
+    fn needs(self) -> torch_floor::Version {
+        match self {
+            Api::Autocast => (1, 10),
+            Api::GradScaler => (2, 3),
+            Api::CustomFwd | Api::CustomBwd => (2, 4),
+        }
+    }
+
     /// How the call reads with `torch.amp`.
     fn replacement(self) -> String {
         match self {
@@ -147,7 +160,7 @@ fn check_import<'a>(checker: &mut Checker<'_, 'a>, statement: Node<'a>) {
     }
     let fix = checker
         .memo(statement.id(), || import_plan(model, statement))
-        .map(|edits| Fix::safe("Import from `torch.amp` instead", edits));
+        .map(|edits| fix_for_floor(model, "Import from `torch.amp` instead".into(), edits, needs_of_file(model)));
     let diagnostic =
         checker.report_node(statement, "`torch.cuda.amp` is deprecated and will be removed: import from `torch.amp`");
     if let Some(fix) = fix {
@@ -160,18 +173,46 @@ fn check_use<'a>(checker: &mut Checker<'_, 'a>, site: Node<'a>, target: Option<N
     let model = checker.model;
     let Some(target) = target.filter(|t| matches!(t.kind(), "identifier" | "attribute")) else { return };
     let Some(api) = model.qualified_name(target).as_deref().and_then(Api::of_qualified) else { return };
-    let (fix, title) = match importing_statement(model, target) {
+    let (fix, title, needs) = match importing_statement(model, target) {
         Some(statement) => (
             checker.memo(statement.id(), || import_plan(model, statement)),
             format!("Use `{}`, rewriting the import and its other uses", api.replacement()),
+            needs_of_file(model).max(api.needs()),
         ),
-        None => (site_edits(model, site, api, true), format!("Use `{}`", api.replacement())),
+        None => (site_edits(model, site, api, true), format!("Use `{}`", api.replacement()), api.needs()),
     };
     let message =
         format!("`torch.cuda.amp.{}` is deprecated and will be removed: use `{}`", api.name(), api.replacement());
     let diagnostic = checker.report_node(site, message);
     if let Some(edits) = fix {
-        diagnostic.with_fix(Fix::safe(title, edits));
+        diagnostic.with_fix(fix_for_floor(model, title, edits, needs));
+    }
+}
+
+/// What an import's fix needs: it rewrites every use of the names it imports, so the newest
+/// replacement the file uses.
+fn needs_of_file(model: &Model<'_>) -> torch_floor::Version {
+    [Api::CustomFwd, Api::CustomBwd, Api::GradScaler, Api::Autocast]
+        .into_iter()
+        .filter(|api| model.text.contains(api.name()))
+        .map(Api::needs)
+        .max()
+        .unwrap_or((1, 10))
+}
+
+/// A safe fix, unless the project declares a torch floor older than the replacement needs: the
+/// fix would break it on the versions it supports, so it is unsafe and says why.
+fn fix_for_floor(model: &Model<'_>, title: String, edits: Vec<Edit>, needs: torch_floor::Version) -> Fix {
+    match model.context.path.and_then(torch_floor::of_file) {
+        Some(floor) if floor < needs => Fix::unsafe_edits(
+            format!(
+                "{title} (unsafe: needs torch {} or newer, and the project declares torch >= {})",
+                torch_floor::text(needs),
+                torch_floor::text(floor)
+            ),
+            edits,
+        ),
+        _ => Fix::safe(title, edits),
     }
 }
 

@@ -7,7 +7,7 @@ use super::{Candidate, FixAvailability, Prefilter, Rule};
 use crate::diagnostic::Severity;
 use crate::fix::{Edit, Fix};
 use crate::hardware::HardwareFacts;
-use crate::semantic::{Model, ast};
+use crate::semantic::{Model, ast, model_size, names};
 
 pub const RULE: Rule = Rule {
     code: "CUL103",
@@ -30,16 +30,21 @@ const DOC: &str = r#"# device-map-auto-without-max-memory (CUL103)
 
 ## What it does
 Flags `from_pretrained(..., device_map="auto")` of a transformers, diffusers or peft class that
-passes no `max_memory`.
+passes no `max_memory`, in code that trains or runs under `torchrun`/DDP.
 
 ## Why is this bad?
-With `device_map="auto"` and no budget, accelerate places weights on the first GPU until it is
-nearly full before it moves on to the next one (or to the CPU). The weights fit, but nothing is
-left on that GPU for activations, the KV cache or generation, so the first long batch or prompt
-runs out of memory there while the other devices still have room.
+`"auto"` is treated like `"balanced"`: accelerate spreads the layers over every visible GPU, and
+whatever does not fit is offloaded to the CPU or to disk without an error (`"sequential"` is the
+value that fills GPU 0 first). For training that means a naive pipeline in which one GPU works at
+a time, or offloaded weights that make each step crawl and cannot be trained on the GPU; under
+`torchrun` every rank spreads its own copy over all the GPUs. `max_memory` bounds what each device
+takes, so the placement is the one you planned; under DDP, `device_map={"": local_rank}` keeps
+each rank on its own GPU.
 
-Not flagged: calls that pass `max_memory` (also through `**kwargs`), and a `device_map` that is
-a variable or a setting other than `"auto"`.
+Not flagged: calls that pass `max_memory` (also through `**kwargs`), a `device_map` that is a
+variable or a setting other than `"auto"`, inference-only code (spreading a model over the GPUs
+to generate is what `"auto"` is for), tests, and models known to be small (under a billion
+parameters, from the id or the family table).
 
 ## Example
 ```python
@@ -52,7 +57,7 @@ model = AutoModelForCausalLM.from_pretrained(
     name, device_map="auto", max_memory={0: "60GiB", 1: "70GiB", "cpu": "200GiB"}
 )
 ```
-Leave GPU 0 the most headroom: it also holds the inputs and the outputs.
+Under `torchrun`/DDP, give each rank its own GPU instead: `device_map={"": local_rank}`.
 
 ## Fix safety
 There is no automatic fix: the right budget depends on the GPUs and on the workload. A
@@ -68,10 +73,17 @@ the GPUs are known (from `culint probe` or `--gpus`/`--gpu-memory`).
 /// Libraries whose `from_pretrained` accepts `device_map` and `max_memory`.
 const LOADER_LIBRARIES: &[&str] = &["transformers", "diffusers", "peft", "auto_gptq", "optimum"];
 
+/// Below this many parameters a model fits one GPU with room to train: no placement to plan.
+const SMALL_PARAMETERS: f64 = 1e9;
+
 /// The share of a GPU's memory the template offers to the weights.
 const WEIGHT_SHARE_PERCENT: u64 = 85;
 
 fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
+    // A test is held only to what a test can cause (see `semantic::code_kind`).
+    if checker.model.is_test_code(candidate.node) {
+        return;
+    }
     let model = checker.model;
     let call = candidate.node;
     if !is_library_from_pretrained(model, call) {
@@ -84,6 +96,13 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
     if ast::keyword_arg(call, "max_memory", model.text).is_some() || ast::has_dictionary_splat(call) {
         return;
     }
+    let distributed = model.calls_to(names::INIT_PROCESS_GROUP).next().is_some() || model.text.contains("LOCAL_RANK");
+    if !distributed && !model.is_training_context() {
+        return;
+    }
+    if model_size::of_load(model, call).is_some_and(|size| size.parameters < SMALL_PARAMETERS) {
+        return;
+    }
     let template = max_memory_template(checker.hardware);
     let keyword = device_map.parent().expect("a keyword argument holds the value");
     let fix = Fix::display_only(
@@ -93,7 +112,11 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
     checker
         .report_node(
             call,
-            "`device_map=\"auto\"` without `max_memory` fills the first GPU and leaves no room for activations",
+            if distributed {
+                "`device_map=\"auto\"` without `max_memory` under DDP: every rank spreads its own copy of the model over all visible GPUs"
+            } else {
+                "`device_map=\"auto\"` without `max_memory` spreads the model over every visible GPU and silently offloads what does not fit to CPU or disk: training then runs one GPU at a time, or crawls"
+            },
         )
         .with_fix(fix);
 }
@@ -147,7 +170,7 @@ mod tests {
     use crate::hardware::HardwareFacts;
     use crate::lint::{LintContext, LintSettings, RuleSet, lint_text};
 
-    const SOURCE: &str = "from transformers import AutoModel\nm = AutoModel.from_pretrained(n, device_map=\"auto\")\n";
+    const SOURCE: &str = "from transformers import AutoModel\nm = AutoModel.from_pretrained(n, device_map=\"auto\")\nfor b in d:\n    m(**b).loss.backward()\n";
 
     fn fix_content(hardware: Option<HardwareFacts>) -> (Applicability, String) {
         let settings = LintSettings { rules: RuleSet::from_selectors(&["CUL103"]), hardware, ..Default::default() };

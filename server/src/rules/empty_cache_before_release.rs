@@ -6,6 +6,7 @@ use super::Checker;
 use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
 use crate::diagnostic::Severity;
 use crate::fix::Fix;
+use crate::grammar_ids::FieldChild;
 use crate::semantic::training::mentions;
 use crate::semantic::{Model, ast, names};
 use crate::text::indentation_at;
@@ -78,6 +79,10 @@ fn could_release_memory(text: &str) -> bool {
 }
 
 fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
+    // A test is held only to what a test can cause (see `semantic::code_kind`).
+    if checker.model.is_test_code(candidate.node) {
+        return;
+    }
     let model = checker.model;
     let call = candidate.node;
     if !model.call_resolves_to(call, names::EMPTY_CACHE) {
@@ -88,6 +93,9 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
     // final sweep: only a `del` after it still frees what the call came too early for.
     let collections_count = !released_just_before(model, call);
     let Some(last_release) = last_release_after(model, statement, collections_count) else { return };
+    if ends_the_process(model, last_release) {
+        return;
+    }
     let fix = move_after(model, statement, last_release);
     let diagnostic = checker.report_node(
         call,
@@ -119,6 +127,36 @@ fn last_release_after<'a>(model: &Model<'a>, statement: Node<'a>, collections_co
         }
     }
     release
+}
+
+/// The release is the last thing the process does: at module level (or in the script's
+/// `if __name__ == "__main__":` block, the module's last statement), followed by nothing but
+/// printing or logging. The process exits there and the driver frees everything; the order of
+/// `empty_cache()` and the release has no effect.
+fn ends_the_process<'a>(model: &Model<'a>, release: Node<'a>) -> bool {
+    let Some(parent) = model.parent(release) else { return false };
+    let at_the_end = match parent.kind() {
+        "module" => true,
+        "block" => {
+            let guard = parent.parent().filter(|g| g.kind() == "if_statement");
+            guard.is_some_and(|g| {
+                g.parent().is_some_and(|m| m.kind() == "module")
+                    && g.field("condition").is_some_and(|c| model.node_text(c).contains("__name__"))
+                    && g.next_named_sibling().is_none_or(|n| n.kind() == "comment")
+            })
+        }
+        _ => false,
+    };
+    let mut later = std::iter::successors(release.next_named_sibling(), |n| n.next_named_sibling());
+    at_the_end
+        && later.all(|statement| {
+            statement.kind() == "comment"
+                || statement.kind() == "expression_statement"
+                    && statement.named_child(0).filter(|c| c.kind() == "call").is_some_and(|call| {
+                        let callee = ast::callee(call).map_or("", |c| model.node_text(c));
+                        callee == "print" || callee.starts_with("logger.") || callee.starts_with("logging.")
+                    })
+        })
 }
 
 fn is_release(model: &Model<'_>, statement: Node<'_>, collections_count: bool) -> bool {

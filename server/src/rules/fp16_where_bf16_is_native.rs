@@ -79,6 +79,10 @@ const GRAD_SCALERS: &[&str] = &[
 ];
 
 fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
+    // A test is held only to what a test can cause (see `semantic::code_kind`).
+    if checker.model.is_test_code(candidate.node) {
+        return;
+    }
     let Some((major, minor)) = checker.hardware.and_then(|facts| facts.compute_capability) else { return };
     if major < 8 {
         return;

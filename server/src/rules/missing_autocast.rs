@@ -17,7 +17,7 @@ pub const RULE: Rule = Rule {
     fix: FixAvailability::Sometimes,
     query: include_str!("../../../queries/python/missing_autocast.scm"),
     prefilter: Prefilter {
-        all_of: &[&["backward(", "backward ("], &["cuda", "CUDA", "Cuda", "nccl", "NCCL"]],
+        all_of: &[&["backward(", "backward ("], &["cuda", "CUDA", "Cuda", "nccl", "NCCL", "current_accelerator"]],
         scan: None,
     },
     check,
@@ -94,13 +94,21 @@ a `GradScaler` instead.
 "#;
 
 fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
+    // A test is held only to what a test can cause (see `semantic::code_kind`).
+    if checker.model.is_test_code(candidate.node) {
+        return;
+    }
     let model = checker.model;
     let backward = candidate.node;
     let Some(step_loop) = model.enclosing_step_loop(backward) else { return };
     if step_loop.backward_calls.first().map(|c| c.id()) != Some(backward.id()) {
         return;
     }
-    if !model.mentions_cuda || model.file_fact(file_uses_reduced_precision) || loop_uses_autocast(model, step_loop) {
+    if !model.mentions_cuda
+        || model.file_fact(file_uses_reduced_precision)
+        || loop_uses_autocast(model, step_loop)
+        || optimizes_inputs_only(model, step_loop.node)
+    {
         return;
     }
     let bf16 = checker.hardware.and_then(|h| h.supports_bf16()).unwrap_or(true);
@@ -116,6 +124,34 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
     if let Some(fix) = fix {
         diagnostic.with_fix(fix);
     }
+}
+
+/// Every optimizer the loop steps was built over a list of plain tensors
+/// (`torch.optim.SGD([latents], lr=...)`): the loop optimises inputs, as a guided sampler or a
+/// pipeline's latent edit does, and trains no model whose activations autocast would shrink.
+fn optimizes_inputs_only<'a>(model: &Model<'a>, step_loop: Node<'a>) -> bool {
+    let optimizers: Vec<Node<'a>> = model
+        .calls_named("step")
+        .iter()
+        .filter(|call| ast::contains(step_loop, **call))
+        .filter_map(|call| model.stepped_optimizer(*call))
+        .collect();
+    !optimizers.is_empty()
+        && optimizers.iter().all(|optimizer| {
+            let assignments = model.assignments_to(model.node_text(*optimizer));
+            !assignments.is_empty()
+                && assignments.iter().all(|assignment| {
+                    model.assigns_new_optimizer(*assignment)
+                        && assignment
+                            .field("right")
+                            .and_then(|call| ast::positional_args(call).first().copied())
+                            .is_some_and(|first| {
+                                let mut cursor = first.walk();
+                                first.kind() == "list"
+                                    && first.named_children(&mut cursor).all(|item| item.kind() == "identifier")
+                            })
+                })
+        })
 }
 
 /// Something in the file already lowers precision for the whole model.

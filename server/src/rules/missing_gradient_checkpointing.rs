@@ -10,7 +10,7 @@ use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
 use crate::diagnostic::Severity;
 use crate::fix::{Edit, Fix};
 use crate::grammar_ids::FieldChild;
-use crate::semantic::{CallTarget, Model, ast, names};
+use crate::semantic::{CallTarget, Model, ast, model_size, names};
 use crate::text::{TextRange, indentation_at};
 
 pub const RULE: Rule = Rule {
@@ -84,26 +84,28 @@ that caches state across its forward calls can behave differently under recomput
 - Transformers: gradient checkpointing — https://huggingface.co/docs/transformers/perf_train_gpu_one#gradient-checkpointing
 "#;
 
-/// Class names of language models and diffusion backbones, the kinds whose activations dominate.
-static LARGE_MODEL_CLASS: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(ForCausalLM|ForSeq2SeqLM|ForConditionalGeneration|LMHeadModel|^UNet\w*Model$|Transformer2DModel$|Transformer3DModel$|^\w*Transformer\w*Model$)")
-        .expect("model class regex compiles")
+/// Diffusion backbones, whose every released model is large: the UNets of Stable Diffusion and
+/// its kin (about 0.9B parameters and up) and the diffusion transformers (SD3, Flux, PixArt).
+static DIFFUSION_BACKBONE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"^(UNet2DConditionModel|UNet3DConditionModel|UNetSpatioTemporalConditionModel|\w*Transformer[23]DModel)$",
+    )
+    .expect("diffusion backbone regex compiles")
 });
 
-/// A name that says the model is tiny: the test models of the Hub (`hf-internal-testing/tiny-random-gpt2`,
-/// `sshleifer/tiny-gpt2`), a few thousand parameters.
-static TINY: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?i)(?:^|[-_/.])tiny(?:$|[-_/.])").expect("tiny regex compiles"));
-
-/// A stated size of at least one billion parameters: `7b`, `1.3B`, `70B`, `8x7b`.
-static BILLIONS: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?i)(?:^|[-_/.x])(\d+(?:\.\d+)?)b(?:$|[-_/.])").expect("size regex compiles"));
+/// From this many parameters a model is large: its activations dwarf the weights at any useful
+/// batch and sequence length.
+const LARGE_PARAMETERS: f64 = 1e9;
 
 static LARGE_VISION: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)(?:^|[-_/.])(large|huge|giant|gigantic)(?:$|[-_/.\d])").expect("vision regex compiles")
 });
 
 fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
+    // A test is held only to what a test can cause (see `semantic::code_kind`).
+    if checker.model.is_test_code(candidate.node) {
+        return;
+    }
     let model = checker.model;
     let node = candidate.node;
     // Cheap shape tests first: `checkpointing_is_on` looks at every call of the file.
@@ -119,7 +121,7 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
         }
         return;
     }
-    let Some(kind) = large_model_kind(model, node) else { return };
+    let Some((kind, fact)) = large_model_kind(model, node) else { return };
     if !model.is_training_context()
         || checker.memo(0, || checkpointing_is_on(model))
         || model_reaches_unseen_helper(model, node)
@@ -128,7 +130,10 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
         return;
     }
     let fix = enable_after_load(model, node, kind);
-    let diagnostic = checker.report_node(node, "A large model is trained without gradient checkpointing: its activations can exceed the weights many times over");
+    let diagnostic = checker.report_node(
+        node,
+        format!("A large model ({fact}) is trained without gradient checkpointing: its activations can exceed the weights many times over"),
+    );
     if let Some(fix) = fix {
         diagnostic.with_fix(fix);
     }
@@ -141,73 +146,36 @@ enum LargeModel {
     Other,
 }
 
-fn large_model_kind<'a>(model: &Model<'a>, call: Node<'a>) -> Option<LargeModel> {
+/// The kind of a large model the call loads, and the fact that says it is large: a size of at
+/// least a billion parameters from [`model_size`], a diffusion backbone's class, or a timm vision
+/// model named large, huge or giant. A model of unknown size is not taken for large.
+fn large_model_kind<'a>(model: &Model<'a>, call: Node<'a>) -> Option<(LargeModel, String)> {
     let qualified = model.call_qualified_name(call)?;
     let library = qualified.split('.').next().unwrap_or_default();
     let method = qualified.rsplit('.').next().unwrap_or_default();
     let class = qualified.rsplit('.').nth(1).unwrap_or_default();
-    let name = model_name_argument(model, call);
-    if names_only_tiny_models(model, call) {
-        return None;
-    }
     let kind = match library {
         "transformers" | "peft" | "trl" => LargeModel::Transformers,
         "diffusers" => LargeModel::Diffusers,
         "timm" if method == "create_model" => LargeModel::Other,
         _ => return None,
     };
-    let large_class = method != "create_model" && LARGE_MODEL_CLASS.is_match(class);
-    let large_name =
-        name.as_deref().is_some_and(|n| stated_billions(n) || (kind == LargeModel::Other && LARGE_VISION.is_match(n)));
-    (large_class || large_name).then_some(kind)
-}
-
-fn model_name_argument(model: &Model<'_>, call: Node<'_>) -> Option<String> {
-    let argument = ast::positional_args(call)
-        .first()
-        .copied()
-        .or_else(|| ast::keyword_arg(call, "pretrained_model_name_or_path", model.text))
-        .or_else(|| ast::keyword_arg(call, "model_name", model.text))?;
-    ast::string_value(argument, model.text)
-}
-
-/// Every name the loaded model can have says it is tiny, and none states a billion parameters:
-/// a string literal, or a name bound only to such literals (a test's `model_id = "..."` in the
-/// function around the call, or else `MODEL_ID = "..."` at module level), not a parameter of that
-/// function.
-fn names_only_tiny_models<'a>(model: &Model<'a>, call: Node<'a>) -> bool {
-    let Some(argument) = ast::positional_args(call)
-        .first()
-        .copied()
-        .or_else(|| ast::keyword_arg(call, "pretrained_model_name_or_path", model.text))
-    else {
-        return false;
-    };
-    let is_tiny = |name: &str| TINY.is_match(name) && !stated_billions(name);
-    if let Some(name) = ast::string_value(argument, model.text) {
-        return is_tiny(&name);
+    let size = model_size::of_load(model, call);
+    if let Some(size) = &size {
+        let is_model = method == "create_model" || class.contains("Model") || class.contains("For");
+        return (is_model && size.parameters >= LARGE_PARAMETERS)
+            .then(|| (kind, format!("{}, about {}", size.fact, model_size::parameters_text(size.parameters))));
     }
-    if argument.kind() != "identifier" {
-        return false;
+    match kind {
+        LargeModel::Diffusers if method != "create_model" && DIFFUSION_BACKBONE.is_match(class) => {
+            Some((kind, format!("a `{class}`")))
+        }
+        LargeModel::Other => {
+            let name = ast::positional_args(call).first().and_then(|a| ast::string_value(*a, model.text))?;
+            LARGE_VISION.is_match(&name).then(|| (kind, format!("`{name}`")))
+        }
+        _ => None,
     }
-    let variable = model.node_text(argument);
-    let function = model.enclosing_function(call);
-    let is_parameter = function.is_some_and(|f| ast::is_parameter(f, variable, model.text));
-    let assignments = model.assignments_seen_from(variable, function);
-    !is_parameter
-        && !assignments.is_empty()
-        && assignments.iter().all(|assignment| {
-            assignment.kind() == "assignment"
-                && assignment.field("left").is_some_and(|left| left.kind() == "identifier")
-                && assignment
-                    .field("right")
-                    .and_then(|right| ast::string_value(right, model.text))
-                    .is_some_and(|name| is_tiny(&name))
-        })
-}
-
-fn stated_billions(name: &str) -> bool {
-    BILLIONS.captures_iter(name).any(|c| c[1].parse::<f64>().is_ok_and(|size| size >= 1.0))
 }
 
 /// Checkpointing is on, or switchable, anywhere in the file or in a helper it calls.
@@ -231,7 +199,20 @@ fn checkpointing_is_on(model: &Model<'_>) -> bool {
     {
         return true;
     }
+    if model.all_calls().iter().any(|call| is_trl_trainer_config(model, *call)) {
+        return true;
+    }
     model.all_calls().iter().any(|call| model.callee_summary(*call).is_some_and(|s| s.enables_checkpointing))
+}
+
+/// A TRL trainer config (`SFTConfig(...)`, `DPOConfig(...)`, `GRPOConfig(...)`, ...): TRL's
+/// `_BaseConfig`, which they all extend, defaults `gradient_checkpointing` to `True`
+/// (trl/trainer/base_config.py, since February 2026).
+fn is_trl_trainer_config(model: &Model<'_>, call: Node<'_>) -> bool {
+    model.call_qualified_name(call).is_some_and(|qualified| {
+        let class = qualified.rsplit('.').next().unwrap_or_default();
+        qualified.starts_with("trl.") && class.ends_with("Config") && !matches!(class, "ModelConfig" | "LoraConfig")
+    })
 }
 
 /// The loaded model is handed to a helper the checker cannot see, which may enable checkpointing:

@@ -1,9 +1,5 @@
 //! CUL803 model-exceeds-gpu-memory.
 
-use std::sync::LazyLock;
-
-use regex::Regex;
-use serde::Deserialize;
 use tree_sitter::Node;
 
 use super::Checker;
@@ -11,6 +7,7 @@ use super::{Candidate, FixAvailability, Prefilter, Rule};
 use crate::diagnostic::Severity;
 use crate::grammar_ids::FieldChild;
 use crate::probe::format::bytes;
+use crate::semantic::model_size::{self, parameters_text};
 use crate::semantic::{Model, ast};
 
 pub const RULE: Rule = Rule {
@@ -74,30 +71,11 @@ No fix: the choice between LoRA, quantisation and sharding changes what is train
 - Model families and their sizes: `knowledge/model_families.toml`
 "#;
 
-#[derive(Deserialize)]
-struct Family {
-    name: String,
-    parameters: f64,
-    #[allow(dead_code)] // Read by people: every entry cites its model card.
-    source: String,
-}
-
-#[derive(Deserialize)]
-struct FamilyFile {
-    family: Vec<Family>,
-}
-
-static FAMILIES: LazyLock<Vec<Family>> = LazyLock::new(|| {
-    toml::from_str::<FamilyFile>(include_str!("../../../knowledge/model_families.toml"))
-        .expect("knowledge/model_families.toml is valid (checked by a unit test)")
-        .family
-});
-
-/// A size stated in a model id: `-7b`, `_1.3B`, `-350m`, between delimiters.
-static STATED_SIZE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?i)(?:^|[-_.])(\d+(?:\.\d+)?)([bm])(?:$|[-_.])").expect("valid regex"));
-
 fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
+    // A test is held only to what a test can cause (see `semantic::code_kind`).
+    if checker.model.is_test_code(candidate.node) {
+        return;
+    }
     let Some(memory) = checker.hardware.and_then(|facts| facts.memory_bytes) else { return };
     let model = checker.model;
     let call = candidate.node;
@@ -105,7 +83,7 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
         return;
     }
     let Some(id) = model_id(model, call) else { return };
-    let Some(parameters) = parameter_count(&id) else { return };
+    let Some(parameters) = model_size::parameters_of_id(&id) else { return };
     let usage = Usage::of(model, call);
     let needed = usage.bytes_per_parameter * parameters;
     if needed <= memory as f64 {
@@ -148,34 +126,6 @@ fn model_id(model: &Model<'_>, call: Node<'_>) -> Option<String> {
             ast::string_value(assignment.field("right")?, source)
         }
         _ => None,
-    }
-}
-
-/// Parameters from the family table, else from a size stated in the id.
-fn parameter_count(id: &str) -> Option<f64> {
-    let name = id.rsplit('/').next().unwrap_or(id).to_ascii_lowercase();
-    let stated = STATED_SIZE.captures(&name).and_then(|captures| {
-        let number: f64 = captures[1].parse().ok()?;
-        Some(if captures[2].eq_ignore_ascii_case("b") { number * 1e9 } else { number * 1e6 })
-    });
-    let family = FAMILIES
-        .iter()
-        .filter(|family| {
-            name.strip_prefix(family.name.as_str()).is_some_and(|rest| {
-                // A family matches up to a delimiter, and only when what follows states no
-                // other size (DeepSeek-R1-Distill-Qwen-7B is 7B, not DeepSeek-R1's 671B).
-                (rest.is_empty() || rest.starts_with(['-', '_', '.'])) && !STATED_SIZE.is_match(rest)
-            })
-        })
-        .max_by_key(|family| family.name.len());
-    family.map(|family| family.parameters).or(stated)
-}
-
-fn parameters_text(parameters: f64) -> String {
-    if parameters >= 1e9 {
-        format!("{:.1}B parameters", parameters / 1e9).replace(".0B", "B")
-    } else {
-        format!("{:.0}M parameters", parameters / 1e6)
     }
 }
 
@@ -237,44 +187,5 @@ fn quantization_bytes(model: &Model<'_>, call: Node<'_>) -> Option<f64> {
         Some(1.0)
     } else {
         None
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn family_table_loads_with_sources() {
-        assert!(FAMILIES.len() >= 30);
-        assert!(FAMILIES.iter().all(|f| f.parameters > 1e6 && f.source.starts_with("https://")));
-    }
-
-    #[test]
-    fn parameters_from_names_and_families() {
-        let cases = [
-            ("meta-llama/Llama-2-13b-hf", Some(13e9)),
-            ("facebook/opt-1.3b", Some(1.3e9)),
-            ("bigscience/bloom-560m", Some(560e6)),
-            ("Qwen/Qwen3-30B-A3B", Some(30e9)),
-            ("mistralai/Mixtral-8x7B-Instruct-v0.1", Some(46.7e9)),
-            ("google/gemma-7b-it", Some(8.54e9)),
-            ("gpt2", Some(124e6)),
-            ("gpt2-xl", Some(1.5e9)),
-            ("deepseek-ai/DeepSeek-R1", Some(671e9)),
-            ("deepseek-ai/DeepSeek-R1-Distill-Qwen-7B", Some(7e9)),
-            ("stabilityai/stable-diffusion-xl-base-1.0", None),
-            ("my-org/custom-model", None),
-        ];
-        for (id, expected) in cases {
-            assert_eq!(parameter_count(id), expected, "{id}");
-        }
-    }
-
-    #[test]
-    fn parameter_text() {
-        assert_eq!(parameters_text(13e9), "13B parameters");
-        assert_eq!(parameters_text(46.7e9), "46.7B parameters");
-        assert_eq!(parameters_text(124e6), "124M parameters");
     }
 }

@@ -143,7 +143,7 @@ const TO_PYTHON: &[&str] = &["len", "isinstance", "hasattr", "getattr", "type", 
 
 /// Attributes that are not tensors with history.
 const UNTRACKED_ATTRIBUTES: &[&str] =
-    &["shape", "dtype", "device", "ndim", "requires_grad", "is_cuda", "training", "data", "grad"];
+    &["shape", "dtype", "device", "ndim", "requires_grad", "is_cuda", "training", "data", "grad", "indices"];
 
 /// Where a value comes from, ordered: only `Computed` values are flagged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -375,6 +375,10 @@ fn is_a_test(value: &str) -> bool {
 }
 
 fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
+    // A test is held only to what a test can cause (see `semantic::code_kind`).
+    if checker.model.is_test_code(candidate.node) {
+        return;
+    }
     let model = checker.model;
     let assignment = candidate.node;
     let (Some(target), Some(value)) = (assignment.field("left"), assignment.field("right")) else {
@@ -393,6 +397,7 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
         || model.grad_disabled(assignment)
         || only_when_not_training(model, assignment, forward)
         || origin_of(model, forward, value, assignment) != Origin::Computed
+        || read_before(model, forward, target, assignment)
     {
         return;
     }
@@ -410,6 +415,44 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
     if let Some(fix) = fix {
         diagnostic.with_fix(fix);
     }
+}
+
+/// `self.<attr>` is read in `forward` before the assignment: state that each call reads from the
+/// one before (a decoder's key/value cache, a causal convolution's last frames), kept on purpose
+/// for the next step to read and backpropagate through.
+fn read_before(model: &Model<'_>, forward: Node<'_>, target: Node<'_>, assignment: Node<'_>) -> bool {
+    let target_text = model.node_text(target);
+    let mut stack = vec![forward];
+    let mut cursor = forward.walk();
+    while let Some(node) = stack.pop() {
+        if node.start_byte() >= assignment.start_byte() {
+            continue;
+        }
+        if node.kind() == "attribute" && model.node_text(node) == target_text {
+            let is_store = node
+                .parent()
+                .is_some_and(|p| p.kind() == "assignment" && p.field("left").is_some_and(|l| l.id() == node.id()));
+            if !is_store {
+                return true;
+            }
+        }
+        stack.extend(node.named_children(&mut cursor).collect::<Vec<_>>());
+    }
+    false
+}
+
+/// `values, indices = torch.topk(...)` (or `sort`, `max`/`min` over a dim, `kthvalue`, `mode`):
+/// `name` is the second name, the integer indices, which carry no autograd graph.
+fn unpacks_indices(model: &Model<'_>, assignment: Node<'_>, name: &str) -> bool {
+    let Some(left) = assignment.field("left").filter(|l| matches!(l.kind(), "pattern_list" | "tuple_pattern")) else {
+        return false;
+    };
+    let second = left.named_child(1).is_some_and(|n| model.node_text(n) == name);
+    let call = assignment.field("right").filter(|r| r.kind() == "call");
+    second
+        && call
+            .and_then(|c| ast::callee_name(c, model.text))
+            .is_some_and(|callee| matches!(callee, "topk" | "sort" | "max" | "min" | "kthvalue" | "mode" | "median"))
 }
 
 /// `self.<attr>` is read again in `forward` after the assignment.
@@ -518,6 +561,7 @@ fn origin<'a>(
             }
             // The latest binding wins: `x = block(x)` rebinds the parameter `x`.
             match last_local_assignment(model, forward, name, at) {
+                Some(assignment) if unpacks_indices(model, assignment, name) => Origin::Unrelated,
                 Some(assignment) => assignment
                     .field("right")
                     .map_or(Origin::Unrelated, |right| origin(model, forward, right, assignment, depth + 1, budget)),

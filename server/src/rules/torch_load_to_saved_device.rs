@@ -17,7 +17,11 @@ pub const RULE: Rule = Rule {
     fix: FixAvailability::Always,
     query: include_str!("../../../queries/python/torch_load_to_saved_device.scm"),
     prefilter: Prefilter {
-        all_of: &[&["load(", "load (", " load as", "load,"], &["cuda", "CUDA", "Cuda", "nccl", "NCCL"], &["torch"]],
+        all_of: &[
+            &["load(", "load (", " load as", "load,"],
+            &["cuda", "CUDA", "Cuda", "nccl", "NCCL", "current_accelerator"],
+            &["torch"],
+        ],
         scan: Some(could_load_without_map_location),
     },
     check,
@@ -159,6 +163,10 @@ fn receiver_could_be_torch(text: &str, at: usize) -> bool {
 }
 
 fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
+    // A test is held only to what a test can cause (see `semantic::code_kind`).
+    if checker.model.is_test_code(candidate.node) {
+        return;
+    }
     let model = checker.model;
     let call = candidate.node;
     if !model.mentions_cuda || !model.call_resolves_to(call, TORCH_LOAD) || model.file_fact(hides_every_gpu) {

@@ -6,16 +6,19 @@
 //! helpers or libraries. Every rule shares one model per lint run.
 
 pub mod ast;
+pub mod code_kind;
 mod contexts;
 mod cuda_init;
 pub mod environ;
 mod frameworks;
 pub mod imports;
 mod loops;
+pub mod model_size;
 pub mod names;
 mod source_order;
 mod star_imports;
 pub mod summary;
+pub mod torch_floor;
 pub mod training;
 mod walk;
 
@@ -27,6 +30,7 @@ use tree_sitter::{Node, Tree};
 
 use crate::grammar_ids::FieldChild;
 use crate::project::ProjectLookup;
+pub use code_kind::{CodeKind, Judgement};
 pub use contexts::with_items as contexts_with_items;
 pub use frameworks::Frameworks;
 use imports::Imports;
@@ -41,6 +45,8 @@ use source_order::InSourceOrder;
 pub struct LintContext<'a> {
     pub path: Option<&'a std::path::Path>,
     pub project: Option<&'a crate::project::ProjectIndex>,
+    /// What the configuration says the file is (`code-kind`), overriding culint's judgement.
+    pub code_kind: Option<CodeKind>,
 }
 
 pub struct Model<'a> {
@@ -601,6 +607,9 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// that names neither, on every keystroke, so it compares in place rather than lowercasing a copy.
 fn names_cuda(text: &str) -> bool {
     text.as_bytes().windows(4).any(|w| w.eq_ignore_ascii_case(b"cuda") || w.eq_ignore_ascii_case(b"nccl"))
+        // `torch.accelerator.current_accelerator()` picks the device at run time: on a GPU
+        // machine, the one a training job is launched on, that is CUDA.
+        || text == "current_accelerator"
 }
 
 /// Whether `scope`, the innermost boundary around a node inside `top`, lies between that node and
