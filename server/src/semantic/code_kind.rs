@@ -137,7 +137,7 @@ impl<'a> Model<'a> {
     /// Whether `node` is test code: the file is a test, or `node` lies in a pytest test, a pytest
     /// fixture, a `Test...` class or a `unittest.TestCase` subclass.
     pub fn is_test_code(&self, node: Node<'a>) -> bool {
-        if self.context.code_kind.unwrap_or_else(|| judge(self.context.path, self.text).kind) == CodeKind::Test {
+        if self.file_code_kind() == CodeKind::Test {
             return true;
         }
         self.ancestors(node).any(|n| match n.kind() {
@@ -145,6 +145,12 @@ impl<'a> Model<'a> {
             "class_definition" => self.is_test_class(n),
             _ => false,
         })
+    }
+
+    /// What the whole file is: the configuration's `code-kind`, else culint's judgement, made
+    /// once per model (it reads the whole text, and rules ask at every candidate).
+    pub fn file_code_kind(&self) -> CodeKind {
+        *self.file_kind.get_or_init(|| self.context.code_kind.unwrap_or_else(|| judge(self.context.path, self.text).kind))
     }
 
     fn is_test_function(&self, function: Node<'a>) -> bool {

@@ -63,6 +63,8 @@ pub struct Model<'a> {
     /// which runs only on CUDA devices (`init_process_group("nccl")` with `.to(rank)`).
     pub mentions_cuda: bool,
     loops: OnceLock<Vec<LoopInfo<'a>>>,
+    /// What the file is ([`Model::file_code_kind`]).
+    file_kind: OnceLock<CodeKind>,
     /// The functions, by node id, that [`Model::runs_one_step`] holds true of.
     functions_stepping_outside_loops: OnceLock<std::collections::HashSet<usize>>,
     frameworks: OnceLock<Frameworks>,
@@ -118,6 +120,7 @@ impl<'a> Model<'a> {
             walked: walk::Walked::default(),
             mentions_cuda: false,
             loops: OnceLock::new(),
+            file_kind: OnceLock::new(),
             functions_stepping_outside_loops: OnceLock::new(),
             frameworks: OnceLock::new(),
             own_summaries: Default::default(),
