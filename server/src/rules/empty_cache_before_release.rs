@@ -93,7 +93,7 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
     // final sweep: only a `del` after it still frees what the call came too early for.
     let collections_count = !released_just_before(model, call);
     let Some(last_release) = last_release_after(model, statement, collections_count) else { return };
-    if ends_the_process(model, last_release) {
+    if last_release.kind() != "delete_statement" && ends_the_process(model, last_release) {
         return;
     }
     let fix = move_after(model, statement, last_release);
@@ -129,7 +129,7 @@ fn last_release_after<'a>(model: &Model<'a>, statement: Node<'a>, collections_co
     release
 }
 
-/// The release is the last thing the process does: at module level (or in the script's
+/// The release, a final `gc.collect()`, is the last thing the process does: at module level (or in the script's
 /// `if __name__ == "__main__":` block, the module's last statement), followed by nothing but
 /// printing or logging. The process exits there and the driver frees everything; the order of
 /// `empty_cache()` and the release has no effect.

@@ -36,11 +36,14 @@ pub const RULE: Rule = Rule {
 const DOC: &str = r#"# missing-gradient-checkpointing (CUL301)
 
 ## What it does
-Flags a large model that is trained without activation checkpointing. Large means a causal or
-seq2seq language model, or a diffusion UNet or transformer, loaded with `from_pretrained` /
-`from_config`; any model whose name states one billion parameters or more (`7b`, `1.3B`); a vision
-model whose name says large, huge or giant (timm `create_model("vit_large_...")`); or a module in
-the file that stacks repeated blocks and chains them in `forward` (`x = block(x)`).
+Flags a large model that is trained without activation checkpointing. Large is read from facts:
+a model of a billion parameters or more by its id's stated size (`7b`, `1.3B`), the table of model
+families in `knowledge/model_families.toml`, the literal sizes of a config built in the file
+(`LlamaConfig(hidden_size=4096, num_hidden_layers=32)`) or the default of the `--model` argument
+it is loaded from; a diffusion backbone (`UNet2DConditionModel`, a `...Transformer2DModel`); a timm
+vision model whose name says large, huge or giant; or a module in the file that stacks repeated
+blocks and chains them in `forward` (`x = block(x)`). A model whose size is not known is not
+taken for large.
 
 ## Why is this bad?
 Training keeps every layer's activations until the backward pass, so activation memory grows with
@@ -48,10 +51,11 @@ depth, batch size and sequence length, and for large models it dwarfs the weight
 keeps only each block's input and recomputes the rest during the backward, trading about a third
 more compute for most of that memory.
 
-Not flagged: base-size encoders (`bert-base`), test models whose name says tiny
-(`hf-internal-testing/tiny-random-gpt2`, written out or bound to a name that holds only such
-names), experts whose outputs are summed rather than chained, files that only define a model
-without training it, and files where checkpointing is on in any form:
+Not flagged: models known to be smaller (`gpt2`, `facebook/opt-125m`, `google/flan-t5-small`),
+test models whose name says tiny (`hf-internal-testing/tiny-random-gpt2`), models of unknown size
+(`from_pretrained(args.model)` with no default, `from_config(tiny_config())`), tests, experts
+whose outputs are summed rather than chained, files that only define a model without training
+it, and files where checkpointing is on in any form (TRL's trainer configs turn it on by default):
 `gradient_checkpointing_enable()`, `enable_gradient_checkpointing()`,
 `TrainingArguments(gradient_checkpointing=...)`, `torch.utils.checkpoint`,
 `apply_activation_checkpointing`, peft's `prepare_model_for_kbit_training`, or a flag that switches

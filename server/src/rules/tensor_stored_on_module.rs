@@ -421,14 +421,30 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
 /// one before (a decoder's key/value cache, a causal convolution's last frames), kept on purpose
 /// for the next step to read and backpropagate through.
 fn read_before(model: &Model<'_>, forward: Node<'_>, target: Node<'_>, assignment: Node<'_>) -> bool {
+    read_in_forward(model, forward, target, assignment, Side::Before)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Before,
+    After,
+}
+
+/// `self.<attr>` (`target`) is read, not stored to, in `forward` on `side` of the assignment.
+fn read_in_forward(model: &Model<'_>, forward: Node<'_>, target: Node<'_>, assignment: Node<'_>, side: Side) -> bool {
     let target_text = model.node_text(target);
     let mut stack = vec![forward];
     let mut cursor = forward.walk();
     while let Some(node) = stack.pop() {
-        if node.start_byte() >= assignment.start_byte() {
+        let outside = match side {
+            Side::Before => node.start_byte() >= assignment.start_byte(),
+            Side::After => node.end_byte() <= assignment.end_byte() && !ast::contains(node, assignment),
+        };
+        if outside {
             continue;
         }
-        if node.kind() == "attribute" && model.node_text(node) == target_text {
+        let on_side = side == Side::Before || node.start_byte() >= assignment.end_byte();
+        if node.kind() == "attribute" && on_side && model.node_text(node) == target_text {
             let is_store = node
                 .parent()
                 .is_some_and(|p| p.kind() == "assignment" && p.field("left").is_some_and(|l| l.id() == node.id()));
@@ -457,27 +473,7 @@ fn unpacks_indices(model: &Model<'_>, assignment: Node<'_>, name: &str) -> bool 
 
 /// `self.<attr>` is read again in `forward` after the assignment.
 fn read_later(model: &Model<'_>, forward: Node<'_>, target: Node<'_>, assignment: Node<'_>) -> bool {
-    let target_text = model.node_text(target);
-    let mut stack = vec![forward];
-    let mut cursor = forward.walk();
-    while let Some(node) = stack.pop() {
-        if node.end_byte() <= assignment.end_byte() && !ast::contains(node, assignment) {
-            continue;
-        }
-        if node.kind() == "attribute"
-            && node.start_byte() >= assignment.end_byte()
-            && model.node_text(node) == target_text
-        {
-            let is_store = node
-                .parent()
-                .is_some_and(|p| p.kind() == "assignment" && p.field("left").is_some_and(|l| l.id() == node.id()));
-            if !is_store {
-                return true;
-            }
-        }
-        stack.extend(node.named_children(&mut cursor).collect::<Vec<_>>());
-    }
-    false
+    read_in_forward(model, forward, target, assignment, Side::After)
 }
 
 /// The class derives from `torch.nn.Module` (or a Lightning module), directly or through local

@@ -176,7 +176,7 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
         || ast::positional_args(call).len() >= 2
         || ast::has_dictionary_splat(call)
         || has_list_splat(call);
-    if maps_location || loads_data(model, call) || reloads_own_save(model, call) {
+    if maps_location || loads_data(model, call) || reloads_own_save(model, call) || saves_only_from_the_cpu(model) {
         return;
     }
     let fix = add_map_location(model, call);
@@ -217,6 +217,31 @@ fn reloads_own_save<'a>(model: &Model<'a>, load: Node<'a>) -> bool {
         let path = ast::positional_args(save).get(1).copied();
         saved_path(model, path, save, "f").is_some_and(|saved| saved == loaded || moved_from.contains(&saved))
     })
+}
+
+/// A single-process script whose every `torch.save(m.state_dict(), ...)` comes right after `m` was
+/// moved to the CPU (`m.eval().cpu()`, `m.to("cpu")`), as pytorch/examples' fast_neural_style
+/// saves the models it later stylizes with: the checkpoints it makes hold CPU tensors, which load
+/// onto the CPU.
+fn saves_only_from_the_cpu(model: &Model<'_>) -> bool {
+    let distributed =
+        model.calls_to(names::INIT_PROCESS_GROUP).next().is_some() || model.calls_to(names::DDP).next().is_some();
+    let saves: Vec<Node<'_>> = model.calls_to(TORCH_SAVE).collect();
+    !distributed
+        && !saves.is_empty()
+        && saves.iter().all(|save| {
+            let Some(saved) = ast::positional_args(*save).first().copied() else { return false };
+            let text = model.node_text(saved);
+            let Some(module) = text.strip_suffix(".state_dict()") else { return false };
+            let statement = model.statement_of(*save);
+            std::iter::successors(statement.prev_named_sibling(), |s| s.prev_named_sibling()).take(4).any(|before| {
+                let before = model.node_text(before);
+                before.starts_with(module)
+                    && (before.ends_with(".cpu()")
+                        || before.ends_with(".to(\"cpu\")")
+                        || before.ends_with(".to('cpu')"))
+            })
+        })
 }
 
 /// Asked once per file, not once per `torch.load`: it reads every top-level statement.

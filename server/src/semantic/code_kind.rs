@@ -150,7 +150,9 @@ impl<'a> Model<'a> {
     /// What the whole file is: the configuration's `code-kind`, else culint's judgement, made
     /// once per model (it reads the whole text, and rules ask at every candidate).
     pub fn file_code_kind(&self) -> CodeKind {
-        *self.file_kind.get_or_init(|| self.context.code_kind.unwrap_or_else(|| judge(self.context.path, self.text).kind))
+        *self
+            .file_kind
+            .get_or_init(|| self.context.code_kind.unwrap_or_else(|| judge(self.context.path, self.text).kind))
     }
 
     fn is_test_function(&self, function: Node<'a>) -> bool {
