@@ -162,6 +162,8 @@ pub struct Snapshot {
     pub excluded: bool,
     /// Why the project's configuration could not be used for this file, if it could not.
     pub config_problem: Option<String>,
+    /// What the configuration's `code-kind` says the file is.
+    pub code_kind: Option<crate::semantic::CodeKind>,
 }
 
 impl Snapshot {
@@ -194,6 +196,8 @@ pub struct FileSettings {
     pub unsafe_fixes: bool,
     pub excluded: bool,
     pub problem: Option<String>,
+    /// What the configuration's `code-kind` says the file is, when a pattern matches it.
+    pub code_kind: Option<crate::semantic::CodeKind>,
 }
 
 #[derive(Default)]
@@ -289,13 +293,22 @@ impl Session {
                 unsafe_fixes,
                 excluded: false,
                 problem: self.resolver_problem.clone(),
+                code_kind: None,
             };
         };
         // An unsaved buffer takes the configuration of the first workspace folder.
         let path = match (path, self.workspace_folders.first()) {
             (Some(path), _) => path.to_path_buf(),
             (None, Some(folder)) => folder.join("untitled.py"),
-            (None, None) => return FileSettings { lint: editor_only(), unsafe_fixes, excluded: false, problem: None },
+            (None, None) => {
+                return FileSettings {
+                    lint: editor_only(),
+                    unsafe_fixes,
+                    excluded: false,
+                    problem: None,
+                    code_kind: None,
+                };
+            }
         };
         match resolver.settings_for(&path) {
             Ok(resolved) => {
@@ -306,6 +319,7 @@ impl Session {
                     unsafe_fixes: resolved.unsafe_fixes,
                     excluded: resolver.is_excluded(&path).unwrap_or(false),
                     problem: None,
+                    code_kind: resolved.code_kind,
                 }
             }
             Err(error) => FileSettings {
@@ -313,6 +327,7 @@ impl Session {
                 unsafe_fixes,
                 excluded: false,
                 problem: Some(format!("culint: {error}; linting with the editor's settings only")),
+                code_kind: None,
             },
         }
     }
@@ -341,6 +356,7 @@ impl Session {
             fix_threshold: if settings.unsafe_fixes { Applicability::Unsafe } else { Applicability::Safe },
             excluded: settings.excluded,
             config_problem: settings.problem,
+            code_kind: settings.code_kind,
         })
     }
 

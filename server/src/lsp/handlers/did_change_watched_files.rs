@@ -44,6 +44,26 @@ mod tests {
         diagnostics.iter().map(|d| d["code"].as_str().unwrap()).collect()
     }
 
+    /// The editor judges what a file is as `culint check` does: a test file's step loop gets no
+    /// resource finding, unless the configuration's `code-kind` says the file is something else.
+    #[tokio::test]
+    async fn the_editor_honours_the_configured_code_kind() {
+        let project = tempfile::tempdir().unwrap();
+        std::fs::create_dir(project.path().join("tests")).unwrap();
+        let script = project.path().join("tests").join("test_train.py");
+        let file = tower_lsp_server::ls_types::Uri::from_file_path(&script).unwrap().as_str().to_owned();
+        let (mut client, _) = TestClient::start(basic_capabilities(), json!({})).await;
+        client.open(&file, TRAINING_SCRIPT).await;
+        assert!(codes(&client.diagnostics(&file, 1).await).is_empty(), "a test file is held only to what tests cause");
+
+        let config = project.path().join("culint.toml");
+        std::fs::write(&config, "[code-kind]\n\"tests/**\" = \"entry-point\"\n").unwrap();
+        let config_uri = tower_lsp_server::ls_types::Uri::from_file_path(&config).unwrap();
+        client.notify("workspace/didChangeWatchedFiles", json!({"changes": [{"uri": config_uri, "type": 1}]})).await;
+        assert!(codes(&client.diagnostics(&file, 1).await).contains(&"CUL201"));
+        client.shutdown().await;
+    }
+
     #[tokio::test]
     async fn the_project_configuration_applies_and_reloads_when_it_changes() {
         let project = tempfile::tempdir().unwrap();
