@@ -160,15 +160,17 @@ pub fn check_source(
     settings: &ResolvedSettings,
     mode: FixMode,
 ) -> FileReport {
-    let context = LintContext { path: Some(path), project: Some(&PROJECT), code_kind: settings.code_kind };
+    let text = &source.text;
+    let judgement = match settings.code_kind {
+        Some(kind) => crate::semantic::code_kind::configured(kind),
+        None => crate::semantic::code_kind::judge(Some(path), text),
+    };
+    // The file is judged once: the lint's model takes the judgement as given.
+    let context = LintContext { path: Some(path), project: Some(&PROJECT), code_kind: Some(judgement.kind) };
     let threshold = if settings.unsafe_fixes { Applicability::Unsafe } else { Applicability::Safe };
     let mut report = FileReport::empty(display);
     report.fix_threshold = threshold;
-    let text = &source.text;
-    report.code_kind = Some(match settings.code_kind {
-        Some(kind) => crate::semantic::code_kind::configured(kind),
-        None => crate::semantic::code_kind::judge(Some(path), text),
-    });
+    report.code_kind = Some(judgement);
     if mode == FixMode::Report {
         report.diagnostics = lint_text(text, context, &settings.lint);
         // The text is kept only to show the findings in it.

@@ -45,7 +45,8 @@ use source_order::InSourceOrder;
 pub struct LintContext<'a> {
     pub path: Option<&'a std::path::Path>,
     pub project: Option<&'a crate::project::ProjectIndex>,
-    /// What the configuration says the file is (`code-kind`), overriding culint's judgement.
+    /// What the file is, when the caller knows: the configuration's `code-kind`, or a judgement
+    /// already made of it. `None`: the model judges the file itself.
     pub code_kind: Option<CodeKind>,
 }
 
