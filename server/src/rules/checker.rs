@@ -31,7 +31,11 @@ impl<'m, 'a> Checker<'m, 'a> {
     ) -> Vec<Diagnostic> {
         let mut checker =
             Checker { model, hardware, rule, diagnostics: Vec::new(), memo: foldhash::HashMap::default() };
-        candidates.iter().for_each(|candidate| (rule.check)(&mut checker, candidate));
+        for candidate in candidates {
+            if !(rule.quiet_in_test_code && model.is_test_code(candidate.node)) {
+                (rule.check)(&mut checker, candidate);
+            }
+        }
         checker.diagnostics
     }
 

@@ -20,6 +20,7 @@ pub const RULE: Rule = Rule {
     doc: DOC,
     knowledge: Some("cublas/not-initialized"),
     deprecated: false,
+    quiet_in_test_code: false,
     needs_hardware: false,
 };
 

@@ -21,6 +21,7 @@ pub const RULE: Rule = Rule {
     doc: DOC,
     knowledge: None,
     deprecated: true,
+    quiet_in_test_code: false,
     needs_hardware: false,
 };
 

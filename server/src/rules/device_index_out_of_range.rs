@@ -19,6 +19,7 @@ pub const RULE: Rule = Rule {
     doc: DOC,
     knowledge: Some("cuda/invalid-device-ordinal"),
     deprecated: false,
+    quiet_in_test_code: false,
     needs_hardware: true,
 };
 

@@ -23,6 +23,7 @@ pub const RULE: Rule = Rule {
     doc: DOC,
     knowledge: Some("cuda/oom-other-processes"),
     deprecated: false,
+    quiet_in_test_code: true,
     needs_hardware: false,
 };
 
@@ -80,10 +81,6 @@ const SMALL_PARAMETERS: f64 = 1e9;
 const WEIGHT_SHARE_PERCENT: u64 = 85;
 
 fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
-    // A test is held only to what a test can cause (see `semantic::code_kind`).
-    if checker.model.is_test_code(candidate.node) {
-        return;
-    }
     let model = checker.model;
     let call = candidate.node;
     if !is_library_from_pretrained(model, call) {

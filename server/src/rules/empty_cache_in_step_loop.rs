@@ -22,6 +22,7 @@ pub const RULE: Rule = Rule {
     doc: DOC,
     knowledge: Some("cuda/oom-fragmentation"),
     deprecated: false,
+    quiet_in_test_code: true,
     needs_hardware: false,
 };
 
@@ -76,10 +77,6 @@ after the call inside the loop would see different numbers.
 "#;
 
 fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
-    // A test is held only to what a test can cause (see `semantic::code_kind`).
-    if checker.model.is_test_code(candidate.node) {
-        return;
-    }
     let model = checker.model;
     let call = candidate.node;
     if !model.call_resolves_to(call, names::EMPTY_CACHE) || !model.in_step_body(call) {

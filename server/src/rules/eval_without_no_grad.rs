@@ -28,6 +28,7 @@ pub const RULE: Rule = Rule {
     doc: DOC,
     knowledge: Some("cuda/oom-genuine"),
     deprecated: false,
+    quiet_in_test_code: true,
     needs_hardware: false,
 };
 
@@ -164,10 +165,6 @@ fn has_no_positional_args(after_name: &str) -> bool {
 }
 
 fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
-    // A test is held only to what a test can cause (see `semantic::code_kind`).
-    if checker.model.is_test_code(candidate.node) {
-        return;
-    }
     let model = checker.model;
     let node = candidate.node;
     if !model.is_eval_kind(node) || inside_eval_loop(model, node) {

@@ -21,6 +21,7 @@ pub const RULE: Rule = Rule {
     doc: DOC,
     knowledge: None,
     deprecated: false,
+    quiet_in_test_code: true,
     needs_hardware: true,
 };
 
@@ -79,10 +80,6 @@ const GRAD_SCALERS: &[&str] = &[
 ];
 
 fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
-    // A test is held only to what a test can cause (see `semantic::code_kind`).
-    if checker.model.is_test_code(candidate.node) {
-        return;
-    }
     let Some((major, minor)) = checker.hardware.and_then(|facts| facts.compute_capability) else { return };
     if major < 8 {
         return;

@@ -21,6 +21,7 @@ pub const RULE: Rule = Rule {
     doc: DOC,
     knowledge: Some("cuda/oom-fragmentation"),
     deprecated: false,
+    quiet_in_test_code: false,
     needs_hardware: false,
 };
 

@@ -30,6 +30,7 @@ pub const RULE: Rule = Rule {
     doc: DOC,
     knowledge: Some("cuda/oom-genuine"),
     deprecated: false,
+    quiet_in_test_code: true,
     needs_hardware: false,
 };
 
@@ -106,10 +107,6 @@ static LARGE_VISION: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
-    // A test is held only to what a test can cause (see `semantic::code_kind`).
-    if checker.model.is_test_code(candidate.node) {
-        return;
-    }
     let model = checker.model;
     let node = candidate.node;
     // Cheap shape tests first: `checkpointing_is_on` looks at every call of the file.

@@ -24,6 +24,7 @@ pub const RULE: Rule = Rule {
     doc: DOC,
     knowledge: Some("cuda/oom-other-processes"),
     deprecated: false,
+    quiet_in_test_code: true,
     needs_hardware: false,
 };
 
@@ -79,10 +80,6 @@ that sets it, such as torchrun).
 const SETUP_HINTS: &[&str] = &["dist", "device", "setup", "init", "rank", "gpu", "cuda", "env"];
 
 fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
-    // A test is held only to what a test can cause (see `semantic::code_kind`).
-    if checker.model.is_test_code(candidate.node) {
-        return;
-    }
     if checker.has_reported() {
         return;
     }

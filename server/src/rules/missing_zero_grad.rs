@@ -22,6 +22,7 @@ pub const RULE: Rule = Rule {
     doc: DOC,
     knowledge: None,
     deprecated: false,
+    quiet_in_test_code: true,
     needs_hardware: false,
 };
 
@@ -73,10 +74,6 @@ behave differently.
 "#;
 
 fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
-    // A test is held only to what a test can cause (see `semantic::code_kind`).
-    if checker.model.is_test_code(candidate.node) {
-        return;
-    }
     let model = checker.model;
     let call = candidate.node;
     let Some(optimizer) = model.stepped_optimizer(call) else { return };

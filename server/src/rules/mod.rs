@@ -95,6 +95,10 @@ pub struct Rule {
     pub knowledge: Option<&'static str>,
     /// Findings concern a deprecated API (LSP tag `Deprecated`).
     pub deprecated: bool,
+    /// A resource rule: it speaks where training or evaluation runs, so a candidate in test code
+    /// (see [`crate::semantic::code_kind`]) is not checked. A test is held only to what a test
+    /// can cause.
+    pub quiet_in_test_code: bool,
     /// The rule needs hardware facts and stays quiet without them.
     pub needs_hardware: bool,
 }

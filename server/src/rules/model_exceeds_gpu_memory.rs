@@ -21,6 +21,7 @@ pub const RULE: Rule = Rule {
     doc: DOC,
     knowledge: Some("cuda/oom-genuine"),
     deprecated: false,
+    quiet_in_test_code: true,
     needs_hardware: true,
 };
 
@@ -72,10 +73,6 @@ No fix: the choice between LoRA, quantisation and sharding changes what is train
 "#;
 
 fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
-    // A test is held only to what a test can cause (see `semantic::code_kind`).
-    if checker.model.is_test_code(candidate.node) {
-        return;
-    }
     let Some(memory) = checker.hardware.and_then(|facts| facts.memory_bytes) else { return };
     let model = checker.model;
     let call = candidate.node;

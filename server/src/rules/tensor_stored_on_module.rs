@@ -24,6 +24,7 @@ pub const RULE: Rule = Rule {
     doc: DOC,
     knowledge: Some("cuda/oom-genuine"),
     deprecated: false,
+    quiet_in_test_code: true,
     needs_hardware: false,
 };
 
@@ -375,10 +376,6 @@ fn is_a_test(value: &str) -> bool {
 }
 
 fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
-    // A test is held only to what a test can cause (see `semantic::code_kind`).
-    if checker.model.is_test_code(candidate.node) {
-        return;
-    }
     let model = checker.model;
     let assignment = candidate.node;
     let (Some(target), Some(value)) = (assignment.field("left"), assignment.field("right")) else {

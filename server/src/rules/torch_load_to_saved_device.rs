@@ -28,6 +28,7 @@ pub const RULE: Rule = Rule {
     doc: DOC,
     knowledge: Some("cuda/oom-other-processes"),
     deprecated: false,
+    quiet_in_test_code: true,
     needs_hardware: false,
 };
 
@@ -163,10 +164,6 @@ fn receiver_could_be_torch(text: &str, at: usize) -> bool {
 }
 
 fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
-    // A test is held only to what a test can cause (see `semantic::code_kind`).
-    if checker.model.is_test_code(candidate.node) {
-        return;
-    }
     let model = checker.model;
     let call = candidate.node;
     if !model.mentions_cuda || !model.call_resolves_to(call, TORCH_LOAD) || model.file_fact(hides_every_gpu) {

@@ -20,6 +20,7 @@ pub const RULE: Rule = Rule {
     doc: DOC,
     knowledge: Some("cuda/oom-genuine"),
     deprecated: false,
+    quiet_in_test_code: true,
     needs_hardware: false,
 };
 
@@ -63,10 +64,6 @@ behaviour: suppress the finding there.
 "#;
 
 fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
-    // A test is held only to what a test can cause (see `semantic::code_kind`).
-    if checker.model.is_test_code(candidate.node) {
-        return;
-    }
     let model = checker.model;
     let call = candidate.node;
     if defines_own_zero_grad(model, call) || model.file_fact(captures_cuda_graphs) {
