@@ -32,7 +32,13 @@ impl KindSet {
     }
 
     pub fn contains(&self, node: Node<'_>) -> bool {
-        self.by_symbol.get(usize::from(node.kind_id())).copied().unwrap_or(false)
+        self.contains_kind(node.kind_id())
+    }
+
+    /// [`KindSet::contains`] for a node whose kind id is known: reading it costs a call into the
+    /// C library, which a walk over every node makes once.
+    pub fn contains_kind(&self, kind: u16) -> bool {
+        self.by_symbol.get(usize::from(kind)).copied().unwrap_or(false)
     }
 }
 

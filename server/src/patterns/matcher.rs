@@ -21,21 +21,27 @@ pub struct PatternSet {
 /// The captures bound so far: (capture index, node).
 type Bound<'a> = SmallVec<[(u8, Node<'a>); 4]>;
 
-/// A node's children with their fields.
-type Children<'a> = SmallVec<[(Node<'a>, Option<NonZeroU16>); 8]>;
-
-/// What matching at one node reuses: a tree cursor, and the children of the nodes read so far
-/// (the patterns rooted at a call all read its callee; a cursor's steps cost more than a copy).
+/// What matching at one node reuses: a tree cursor, and the children (with their fields) of the
+/// nodes read so far, each node's as a run of `children`: the patterns rooted at a call all read
+/// its callee, and a cursor's steps cost more than a lookup.
 #[derive(Default)]
 pub struct Scratch<'a> {
     cursor: Option<TreeCursor<'a>>,
-    children: Vec<(usize, Children<'a>)>,
+    read: Vec<(usize, std::ops::Range<usize>)>,
+    /// Each child with its field and kind id.
+    children: Vec<(Node<'a>, Option<NonZeroU16>, u16)>,
 }
 
 impl<'a> Scratch<'a> {
-    fn children_of(&mut self, node: Node<'a>) -> Children<'a> {
-        if let Some((_, children)) = self.children.iter().find(|(id, _)| *id == node.id()) {
-            return children.clone();
+    fn clear(&mut self) {
+        self.read.clear();
+        self.children.clear();
+    }
+
+    /// Where the children of `node` lie in `self.children`.
+    fn children_of(&mut self, node: Node<'a>) -> std::ops::Range<usize> {
+        if let Some((_, range)) = self.read.iter().find(|(id, _)| *id == node.id()) {
+            return range.clone();
         }
         let cursor = match &mut self.cursor {
             Some(cursor) => {
@@ -44,17 +50,19 @@ impl<'a> Scratch<'a> {
             }
             none => none.insert(node.walk()),
         };
-        let mut children = Children::new();
+        let start = self.children.len();
         if cursor.goto_first_child() {
             loop {
-                children.push((cursor.node(), cursor.field_id()));
+                let child = cursor.node();
+                self.children.push((child, cursor.field_id(), child.kind_id()));
                 if !cursor.goto_next_sibling() {
                     break;
                 }
             }
         }
-        self.children.push((node.id(), children.clone()));
-        children
+        let range = start..self.children.len();
+        self.read.push((node.id(), range.clone()));
+        range
     }
 }
 
@@ -81,43 +89,59 @@ impl PatternSet {
         self.slots
     }
 
-    /// The matches rooted at `node`, appended to `found` with their rule's slot.
+    /// The matches rooted at `node`, of kind id `kind`, appended to `found` with their rule's
+    /// slot.
     pub fn match_at<'a>(
         &self,
         node: Node<'a>,
+        kind: u16,
         text: &'a str,
         scratch: &mut Scratch<'a>,
         found: &mut Vec<(usize, Candidate<'a>)>,
     ) {
-        let Some(patterns) = self.by_kind.get(usize::from(node.kind_id())).filter(|p| !p.is_empty()) else { return };
-        scratch.children.clear();
+        let Some(patterns) = self.by_kind.get(usize::from(kind)).filter(|p| !p.is_empty()) else { return };
+        scratch.clear();
         for &(slot, pattern) in patterns {
-            pattern
-                .matches(node, text, scratch, &mut |bound| found.extend(pattern.candidate(bound).map(|c| (slot, c))));
+            pattern.matches(node, kind, text, scratch, &mut |bound| {
+                found.extend(pattern.candidate(bound).map(|c| (slot, c)))
+            });
         }
     }
 }
 
 impl Pattern {
-    fn matches<'a>(&self, node: Node<'a>, text: &'a str, scratch: &mut Scratch<'a>, found: &mut dyn FnMut(&Bound<'a>)) {
+    fn matches<'a>(
+        &self,
+        node: Node<'a>,
+        kind: u16,
+        text: &'a str,
+        scratch: &mut Scratch<'a>,
+        found: &mut dyn FnMut(&Bound<'a>),
+    ) {
+        let root_text = text.as_bytes().get(node.byte_range()).unwrap_or_default();
+        if !self.needles.is_empty() && !self.needles.iter().any(|needle| needle.find(root_text).is_some()) {
+            return;
+        }
         let mut bound = Bound::new();
-        self.node(&self.root, node, text, &mut bound, scratch, &mut |bound, _| {
+        self.node(&self.root, node, kind, text, &mut bound, scratch, &mut |bound, _| {
             if self.same_text.iter().all(|&(a, b)| same_text(bound, a, b, text)) {
                 found(bound);
             }
         });
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn node<'a>(
         &self,
         pattern: &NodePattern,
         node: Node<'a>,
+        kind: u16,
         text: &'a str,
         bound: &mut Bound<'a>,
         scratch: &mut Scratch<'a>,
         then: &mut dyn FnMut(&mut Bound<'a>, &mut Scratch<'a>),
     ) {
-        if node.kind_id() != pattern.kind {
+        if kind != pattern.kind {
             return;
         }
         let mark = bound.len();
@@ -133,18 +157,18 @@ impl Pattern {
             then(bound, scratch);
         } else {
             let children = scratch.children_of(node);
-            self.children(&pattern.children, &children, 0, pattern.anchored_end, text, bound, scratch, then);
+            self.children(&pattern.children, children, pattern.anchored_end, text, bound, scratch, then);
         }
         bound.truncate(mark);
     }
 
-    /// Every way `patterns` match `children[from..]` in order, each passed on to `then`.
+    /// Every way `patterns` match the children in `scratch.children[children]`, in order, each
+    /// passed on to `then`.
     #[allow(clippy::too_many_arguments)]
     fn children<'a>(
         &self,
         patterns: &[ChildPattern],
-        children: &Children<'a>,
-        from: usize,
+        children: std::ops::Range<usize>,
         anchored_end: bool,
         text: &'a str,
         bound: &mut Bound<'a>,
@@ -152,20 +176,21 @@ impl Pattern {
         then: &mut dyn FnMut(&mut Bound<'a>, &mut Scratch<'a>),
     ) {
         let Some((first, rest)) = patterns.split_first() else {
-            if !(anchored_end && children[from..].iter().any(|(child, _)| child.is_named())) {
+            if !(anchored_end && scratch.children[children].iter().any(|(child, _, _)| child.is_named())) {
                 then(bound, scratch);
             }
             return;
         };
-        for (i, &(child, field)) in children.iter().enumerate().skip(from) {
+        for i in children.clone() {
+            let (child, field, kind) = scratch.children[i];
             // An anchored child is the next named one: anonymous nodes between do not count.
             if first.immediate && !child.is_named() {
                 continue;
             }
             if first.field.is_none_or(|wanted| field == Some(wanted)) {
                 for alternative in &first.alternatives {
-                    self.node(alternative, child, text, bound, scratch, &mut |bound, scratch| {
-                        self.children(rest, children, i + 1, anchored_end, text, bound, scratch, then)
+                    self.node(alternative, child, kind, text, bound, scratch, &mut |bound, scratch| {
+                        self.children(rest, i + 1..children.end, anchored_end, text, bound, scratch, then)
                     });
                 }
             }

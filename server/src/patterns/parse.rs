@@ -16,6 +16,10 @@ pub struct Pattern {
     pub(super) text_checks: Vec<(u8, TextCheck)>,
     /// `(#eq? @a @b)`: checked once the whole pattern has matched.
     pub(super) same_text: Vec<(u8, u8)>,
+    /// Texts of which a match's root holds one: those a capture that every match binds must
+    /// equal (`(#eq? @_method "backward")`). A root without any is passed over unread: most of
+    /// the calls of a file are not the one method a pattern names. Empty when no such capture.
+    pub(super) needles: Vec<memchr::memmem::Finder<'static>>,
 }
 
 impl Pattern {
@@ -55,6 +59,19 @@ impl TextCheck {
             TextCheck::Matches(regex) => regex.is_match(text),
         }
     }
+}
+
+/// The captures every match of `pattern` binds: its own, and those of each child pattern (every
+/// child pattern must match), of an alternation those all its alternatives bind.
+fn always_bound(pattern: &NodePattern) -> Vec<u8> {
+    let mut bound = pattern.captures.clone();
+    for child in &pattern.children {
+        let mut alternatives = child.alternatives.iter().map(always_bound);
+        let first = alternatives.next().unwrap_or_default();
+        let rest: Vec<Vec<u8>> = alternatives.collect();
+        bound.extend(first.into_iter().filter(|c| rest.iter().all(|other| other.contains(c))));
+    }
+    bound
 }
 
 /// Why a rule's patterns cannot be read, and where.
@@ -198,12 +215,27 @@ impl Reader<'_> {
             self.at = start;
             return self.error("the pattern captures no @violation");
         };
+        let always = always_bound(&root);
+        let needles = captures
+            .text_checks
+            .iter()
+            .filter(|(capture, _)| always.contains(capture))
+            .find_map(|(_, check)| match check {
+                TextCheck::Is(text) => Some(vec![text.clone()]),
+                TextCheck::AnyOf(values) => Some(values.clone()),
+                TextCheck::Matches(_) => None,
+            })
+            .unwrap_or_default()
+            .iter()
+            .map(|text| memchr::memmem::Finder::new(text.as_bytes()).into_owned())
+            .collect();
         Ok(Pattern {
             root,
             capture_names: captures.names,
             violation: violation as u8,
             text_checks: captures.text_checks,
             same_text: captures.same_text,
+            needles,
         })
     }
 
@@ -402,5 +434,15 @@ mod tests {
         assert_eq!(call.text_checks.len(), 1);
         assert_eq!(call.same_text, [(0, 0)]);
         assert_eq!(patterns[1].root.children[0].alternatives[0].kind, python().id_for_node_kind("+=", false));
+        // @_f is bound by both alternatives, so a match's root holds "a" or "b".
+        assert_eq!(call.needles.len(), 2);
+        assert!(patterns[1].needles.is_empty());
+    }
+
+    #[test]
+    fn a_capture_of_one_alternative_only_gives_no_needles() {
+        let source = "((call function: [(identifier) @_f (attribute)]) @violation (#eq? @_f \"a\"))";
+        let patterns = parse_patterns(source, &python()).expect("read");
+        assert!(patterns[0].needles.is_empty());
     }
 }

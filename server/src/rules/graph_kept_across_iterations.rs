@@ -160,11 +160,8 @@ fn reset_after_its_own_backward<'a>(
     let target = model.node_text(accumulator);
     // The backward's subject (`x.backward()`, `accelerator.backward(x)`) is the kept value, or a
     // name the loop computes from it (`loss = class_loss + kd_loss` then `loss.backward()`).
-    let backpropagated = model.calls_named("backward").iter().any(|call| {
-        if !ast::contains(scope, *call) {
-            return false;
-        }
-        let subject = ast::positional_args(*call).first().copied().or_else(|| ast::receiver(*call));
+    let backpropagated = model.calls_named_within("backward", scope).any(|call| {
+        let subject = ast::positional_args(call).first().copied().or_else(|| ast::receiver(call));
         let Some(subject) = subject.and_then(ast::root_identifier).map(|s| model.node_text(s)) else { return false };
         names.contains(&subject)
             || model.assignments_to(subject).iter().any(|assignment| {

@@ -127,12 +127,8 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
 /// (`torch.optim.SGD([latents], lr=...)`): the loop optimises inputs, as a guided sampler or a
 /// pipeline's latent edit does, and trains no model whose activations autocast would shrink.
 fn optimizes_inputs_only<'a>(model: &Model<'a>, step_loop: Node<'a>) -> bool {
-    let optimizers: Vec<Node<'a>> = model
-        .calls_named("step")
-        .iter()
-        .filter(|call| ast::contains(step_loop, **call))
-        .filter_map(|call| model.stepped_optimizer(*call))
-        .collect();
+    let optimizers: Vec<Node<'a>> =
+        model.calls_named_within("step", step_loop).filter_map(|call| model.stepped_optimizer(call)).collect();
     !optimizers.is_empty()
         && optimizers.iter().all(|optimizer| {
             let assignments = model.assignments_to(model.node_text(*optimizer));

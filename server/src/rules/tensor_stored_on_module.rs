@@ -497,10 +497,8 @@ fn is_module_class(model: &Model<'_>, class: Node<'_>, depth: usize) -> bool {
 
 /// `self.register_buffer("name", ...)` anywhere in the class.
 fn registers_buffer(model: &Model<'_>, class: Node<'_>, attribute: &str) -> bool {
-    model.calls_named("register_buffer").iter().any(|call| {
-        ast::contains(class, *call)
-            && ast::positional_args(*call).first().and_then(|a| ast::string_value(*a, model.text)).as_deref()
-                == Some(attribute)
+    model.calls_named_within("register_buffer", class).any(|call| {
+        ast::positional_args(call).first().and_then(|a| ast::string_value(*a, model.text)).as_deref() == Some(attribute)
     })
 }
 

@@ -19,6 +19,9 @@ use crate::patterns::{Candidate, PatternSet, Scratch};
 /// thread): below it a walk takes about a millisecond.
 const SPLIT_ABOVE_BYTES: usize = 32 * 1024;
 
+/// The kind id of tree-sitter's ERROR nodes.
+const ERROR: u16 = u16::MAX;
+
 /// What the walk notes: the model's lists and name indices.
 #[derive(Default)]
 pub(super) struct Walked<'a> {
@@ -56,6 +59,52 @@ pub(super) struct Walked<'a> {
     /// Every import statement, in source order (the model's [`super::Imports`] are read from them).
     pub import_nodes: Vec<Node<'a>>,
 }
+
+/// What the walk makes of a node of each kind, by kind id: read once per node, where a
+/// [`grammar_ids::KindSet`] test per category would read the kind again each time.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Category {
+    Other,
+    Call,
+    Import,
+    Function,
+    Class,
+    Assignment,
+    Loop,
+    With,
+    Lambda,
+    NameOrString,
+}
+
+static CATEGORIES: std::sync::LazyLock<Vec<Category>> = std::sync::LazyLock::new(|| {
+    let count = crate::parse::python().node_kind_count();
+    (0..count)
+        .map(|id| {
+            let id = id as u16;
+            if grammar_ids::CALL.contains_kind(id) {
+                Category::Call
+            } else if grammar_ids::IMPORT.contains_kind(id) {
+                Category::Import
+            } else if grammar_ids::FUNCTION.contains_kind(id) {
+                Category::Function
+            } else if grammar_ids::CLASS.contains_kind(id) {
+                Category::Class
+            } else if grammar_ids::ASSIGNMENT.contains_kind(id) {
+                Category::Assignment
+            } else if grammar_ids::LOOP.contains_kind(id) {
+                Category::Loop
+            } else if grammar_ids::WITH.contains_kind(id) {
+                Category::With
+            } else if grammar_ids::FUNCTION_BOUNDARY.contains_kind(id) {
+                Category::Lambda
+            } else if grammar_ids::NAME_OR_STRING.contains_kind(id) {
+                Category::NameOrString
+            } else {
+                Category::Other
+            }
+        })
+        .collect()
+});
 
 /// What a walk notes about a node, with the scope and loop nodes around it.
 enum Noted<'a> {
@@ -140,58 +189,62 @@ impl<'a> Walk<'a> {
         let mut cursor = top.walk();
         let mut scratch = Scratch::default();
         let mut mentions_cuda = self.mentions_cuda;
-        // The loops and scope boundaries around the current node, with their depths.
-        let mut enclosing: Vec<(usize, Node<'a>)> = Vec::new();
+        // The loops and scope boundaries around the current node, with their depths and whether
+        // each is a scope boundary (a function, class or lambda) rather than a loop.
+        let mut enclosing: Vec<(usize, Node<'a>, bool)> = Vec::new();
         // The depth of the outermost ERROR node around the current one: what lies inside is the
         // parser's guess, where no rule looks.
         let mut error_at: Option<usize> = None;
         let mut depth = 0;
         'outer: loop {
             let node = cursor.node();
-            while enclosing.last().is_some_and(|(d, _)| *d >= depth) {
+            let kind = node.kind_id();
+            while enclosing.last().is_some_and(|(d, _, _)| *d >= depth) {
                 enclosing.pop();
             }
             if error_at.is_some_and(|d| d >= depth) {
                 error_at = None;
             }
-            if error_at.is_none() && node.is_error() {
+            if error_at.is_none() && kind == ERROR {
                 error_at = Some(depth);
             }
             if error_at.is_none() {
-                patterns.match_at(node, source, &mut scratch, &mut self.candidates);
+                patterns.match_at(node, kind, source, &mut scratch, &mut self.candidates);
             }
-            let scope_at = || enclosing.iter().rposition(|(_, n)| ast::is_function_boundary(*n));
-            let noted = if grammar_ids::CALL.contains(node) {
-                let scope_at = scope_at();
-                let in_loop = enclosing[scope_at.map_or(0, |i| i + 1)..].last().map(|(_, n)| *n);
-                let scope = scope_at.map(|i| enclosing[i].1);
-                Some(Noted::Call { scope, in_loop })
-            } else if grammar_ids::IMPORT.contains(node) {
-                Some(Noted::Import)
-            } else if grammar_ids::FUNCTION.contains(node) {
-                Some(Noted::Function)
-            } else if grammar_ids::CLASS.contains(node) {
-                Some(Noted::Class)
-            } else if grammar_ids::ASSIGNMENT.contains(node) {
-                Some(Noted::Assignment)
-            } else if ast::is_loop(node) {
-                let outer = enclosing.last().filter(|(_, n)| ast::is_loop(*n)).map(|(_, n)| *n);
-                Some(Noted::Loop { outer })
-            } else if grammar_ids::WITH.contains(node) {
-                let scope = scope_at().map(|i| enclosing[i].1);
-                Some(Noted::With { scope })
-            } else {
-                if !mentions_cuda && grammar_ids::NAME_OR_STRING.contains(node) {
-                    mentions_cuda = names_cuda(ast::text(node, source));
+            let category = CATEGORIES.get(usize::from(kind)).copied().unwrap_or(Category::Other);
+            let scope_at = || enclosing.iter().rposition(|(_, _, boundary)| *boundary);
+            let noted = match category {
+                Category::Call => {
+                    let scope_at = scope_at();
+                    let in_loop = enclosing[scope_at.map_or(0, |i| i + 1)..].last().map(|(_, n, _)| *n);
+                    let scope = scope_at.map(|i| enclosing[i].1);
+                    Some(Noted::Call { scope, in_loop })
                 }
-                None
+                Category::Import => Some(Noted::Import),
+                Category::Function => Some(Noted::Function),
+                Category::Class => Some(Noted::Class),
+                Category::Assignment => Some(Noted::Assignment),
+                Category::Loop => {
+                    let outer = enclosing.last().filter(|(_, _, boundary)| !boundary).map(|(_, n, _)| *n);
+                    Some(Noted::Loop { outer })
+                }
+                Category::With => Some(Noted::With { scope: scope_at().map(|i| enclosing[i].1) }),
+                Category::NameOrString => {
+                    if !mentions_cuda {
+                        mentions_cuda = names_cuda(ast::text(node, source));
+                    }
+                    None
+                }
+                Category::Lambda | Category::Other => None,
             };
             if let Some(noted) = noted {
                 let names = names_of(node, &noted, source);
                 self.walked.note(node, noted, names);
             }
-            if ast::is_loop(node) || ast::is_function_boundary(node) {
-                enclosing.push((depth, node));
+            match category {
+                Category::Loop => enclosing.push((depth, node, false)),
+                Category::Function | Category::Class | Category::Lambda => enclosing.push((depth, node, true)),
+                _ => {}
             }
             if cursor.goto_first_child() {
                 depth += 1;
