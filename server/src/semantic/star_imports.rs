@@ -5,16 +5,19 @@
 //! through the star-imported modules: a project module that defines it gives its summary, and a
 //! module the checker cannot see makes the call unseen, so the rules stay quiet about it.
 
-use super::{CallTarget, Model, names};
+use tree_sitter::Node;
+
+use super::{CallTarget, Model, ast, names};
+use crate::grammar_ids::FieldChild;
 use crate::project::ProjectLookup;
 
 impl<'a> Model<'a> {
     /// What a call of the unbound name `name` refers to, through the file's star imports. The
     /// last star import that can provide the name wins, as in Python.
-    pub(super) fn resolve_star_imported(&self, name: &str) -> CallTarget<'a> {
+    pub(super) fn resolve_star_imported(&self, name: &str, call: Node<'a>) -> CallTarget<'a> {
         let mut target = CallTarget::Dynamic;
         // Most files star-import nothing; the built-ins are then not worth looking through.
-        if self.imports.wildcard_modules.is_empty() || is_builtin(name) {
+        if self.imports.wildcard_modules.is_empty() || is_builtin(name) || self.binds_itself(name, call) {
             return target;
         }
         for module in &self.imports.wildcard_modules {
@@ -39,6 +42,21 @@ impl<'a> Model<'a> {
             }
         }
         target
+    }
+}
+
+impl<'a> Model<'a> {
+    /// Whether the file binds `name` itself, where `call` reads it: an assignment
+    /// (`model = Net().to(device)`), a class it defines, or a parameter of a function around the
+    /// call (`def train(model, loader)`). Such a name is a value of this file, not something a star
+    /// import provides; looking it up in the star-imported modules would find nothing there and
+    /// make `model(x)` an unseen helper, silencing every rule that asks what the loop calls.
+    fn binds_itself(&self, name: &str, call: Node<'a>) -> bool {
+        !self.assignments_to(name).is_empty()
+            || self.all_classes().iter().any(|class| class.field("name").is_some_and(|n| self.node_text(n) == name))
+            || self.ancestors(call).any(|scope| {
+                crate::grammar_ids::FUNCTION.contains(scope) && ast::is_parameter(scope, name, self.text)
+            })
     }
 }
 
