@@ -198,6 +198,9 @@ fn divided_on_path<'a>(
                 if !visited.insert(name) {
                     continue;
                 }
+                // `with amp.scale_loss(loss, optimizer) as scaled_loss: scaled_loss.backward()`:
+                // the name is bound by the `with` around the backward, from the loss it scales.
+                next.extend(with_bindings_around(model, call, name));
                 for assignment in assignments_before(model, step_loop, name, call) {
                     if assignment.kind() == "augmented_assignment"
                         && assignment.field("operator").is_some_and(|o| o.kind() == "/=")
@@ -211,6 +214,26 @@ fn divided_on_path<'a>(
         frontier = next;
     }
     false
+}
+
+/// The context expressions that a `with` statement around `call` binds to `name`
+/// (`with amp.scale_loss(loss, optimizer) as name:`).
+fn with_bindings_around<'a>(model: &Model<'a>, call: Node<'a>, name: &str) -> Vec<Node<'a>> {
+    let mut bound = Vec::new();
+    for with_statement in model.ancestors(call).filter(|n| n.kind() == "with_statement") {
+        let mut cursor = with_statement.walk();
+        for clause in with_statement.named_children(&mut cursor).filter(|c| c.kind() == "with_clause") {
+            let mut clause_cursor = clause.walk();
+            for item in clause.named_children(&mut clause_cursor).filter(|i| i.kind() == "with_item") {
+                let Some(pattern) = item.field("value").filter(|v| v.kind() == "as_pattern") else { continue };
+                let binds_name = pattern.field("alias").is_some_and(|alias| model.node_text(alias) == name);
+                if binds_name && let Some(expression) = pattern.named_child(0) {
+                    bound.push(expression);
+                }
+            }
+        }
+    }
+    bound
 }
 
 /// A `/` or `//` operator, or a `div` call, in the expression.
