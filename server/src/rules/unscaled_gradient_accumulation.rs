@@ -95,6 +95,7 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
     let Some((guard, divisor)) = accumulation_guard(model, step_loop) else { return };
     if ast::contains(guard, call)
         || guard_zeroes_before_its_backward(model, guard)
+        || zeroed_before_the_guard(model, step_loop, call, guard)
         || divided_on_path(model, step_loop, subject, call, divisor)
     {
         return;
@@ -127,6 +128,21 @@ fn guard_zeroes_before_its_backward<'a>(model: &Model<'a>, guard: Node<'a>) -> b
             ast::precedes(zeroing.node, *backward)
                 && calls.iter().any(|step| model.stepped_optimizer(*step).is_some() && ast::precedes(*backward, *step))
         })
+    })
+}
+
+/// Gradients are zeroed on every iteration after this backward and before the guarded step, so
+/// what this backward adds never reaches it: WGAN's critic steps every iteration, then
+/// `optimizer_G.zero_grad()`, then the generator steps every `n_critic` iterations on a backward
+/// of its own.
+fn zeroed_before_the_guard<'a>(model: &Model<'a>, step_loop: Node<'a>, backward: Node<'a>, guard: Node<'a>) -> bool {
+    model.gradient_zeroings_within(step_loop).iter().any(|zeroing| {
+        ast::precedes(backward, zeroing.node)
+            && ast::precedes(zeroing.node, guard)
+            && !model
+                .ancestors(zeroing.node)
+                .take_while(|n| n.id() != step_loop.id())
+                .any(|n| matches!(n.kind(), "if_statement" | "for_statement" | "while_statement" | "try_statement"))
     })
 }
 
