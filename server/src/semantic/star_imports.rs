@@ -22,12 +22,15 @@ impl<'a> Model<'a> {
         }
         for module in &self.imports.wildcard_modules {
             let qualified = if module.ends_with('.') { format!("{module}{name}") } else { format!("{module}.{name}") };
+            let found = self.context.project.map(|project| project.lookup(self.context.path, &qualified));
             // A library's star import (`from torch.nn import *`) may or may not provide the
-            // name; what it would be is not known, so it does not change the answer.
-            if !module.starts_with('.') && names::is_known_library(module) {
+            // name; what it would be is not known, so it does not change the answer. A project
+            // module that shares a library's name (a `datasets.py` next to the script, which
+            // Python imports before Hugging Face's `datasets`) is the project's.
+            let in_project = matches!(found, Some(ProjectLookup::Found(_) | ProjectLookup::Missing));
+            if !in_project && !module.starts_with('.') && names::is_known_library(module) {
                 continue;
             }
-            let found = self.context.project.map(|project| project.lookup(self.context.path, &qualified));
             match found {
                 Some(ProjectLookup::Found(summary)) => target = CallTarget::Project(summary),
                 // The module is there but does not define the name itself (it may star-import
