@@ -138,9 +138,10 @@ fn updates_grads_in_place(model: &Model<'_>) -> bool {
     let is_grad = |node: Node<'_>| {
         node.kind() == "attribute" && node.field("attribute").is_some_and(|a| model.node_text(a) == "grad")
     };
-    let in_place_call = ["add_", "sub_", "mul_", "div_", "copy_"].iter().flat_map(|name| model.calls_named(name)).any(
-        |call| ast::receiver(*call).is_some_and(is_grad),
-    );
+    let in_place_call = ["add_", "sub_", "mul_", "div_", "copy_"]
+        .iter()
+        .flat_map(|name| model.calls_named(name))
+        .any(|call| ast::receiver(*call).is_some_and(is_grad));
     if in_place_call {
         return true;
     }

@@ -57,9 +57,9 @@ impl<'a> Model<'a> {
     fn binds_itself(&self, name: &str, call: Node<'a>) -> bool {
         !self.assignments_to(name).is_empty()
             || self.all_classes().iter().any(|class| class.field("name").is_some_and(|n| self.node_text(n) == name))
-            || self.ancestors(call).any(|scope| {
-                crate::grammar_ids::FUNCTION.contains(scope) && ast::is_parameter(scope, name, self.text)
-            })
+            || self
+                .ancestors(call)
+                .any(|scope| crate::grammar_ids::FUNCTION.contains(scope) && ast::is_parameter(scope, name, self.text))
     }
 }
 
