@@ -163,6 +163,16 @@ fn autocast_in_a_helper_of_the_step_loop_keeps_missing_autocast_quiet() {
 }
 
 #[test]
+fn star_imported_project_module_named_like_a_library_is_the_projects() {
+    let project = ProjectIndex::new();
+    let train = fixture("star_models/train.py");
+    assert!(!marked(&train).is_empty());
+    assert_eq!(findings(&train, Some(&project)), marked(&train));
+    // Without the project, `denormalize` may come from anywhere and may enter autocast.
+    assert_eq!(findings(&train, None), BTreeSet::new());
+}
+
+#[test]
 fn package_reexports_are_followed_two_levels() {
     let user = fixture("engine_loop/uses_package.py");
     let project = ProjectIndex::new();

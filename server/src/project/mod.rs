@@ -129,7 +129,8 @@ impl ProjectIndex {
     /// What the function `qualified` (an import-resolved name such as `utils.setup`,
     /// `.engine.train_one_epoch` or `pkg.Trainer.fit`) does, for a call in `from_file`.
     ///
-    /// Known libraries (`torch`, `transformers`, ...) are never looked up in the project. A
+    /// Known libraries (`torch`, `transformers`, ...) are not looked up in the project, unless a
+    /// module of that name sits next to the file (a script's own `datasets.py`). A
     /// relative import that cannot be found, or an absolute one whose top-level package lies in
     /// the project, is [`ProjectLookup::Missing`]; any other absolute import that is not found is
     /// [`ProjectLookup::NotInProject`].
@@ -138,10 +139,14 @@ impl ProjectIndex {
         if name.parts.is_empty() {
             return ProjectLookup::Missing;
         }
-        if !name.is_relative() && names::is_known_library(qualified) {
+        let file_dir = from_file.and_then(|file| self.folder_of(file));
+        if !name.is_relative()
+            && names::is_known_library(qualified)
+            && !file_dir.as_deref().is_some_and(|dir| shadows_library(dir, name.parts[0]))
+        {
             return ProjectLookup::NotInProject;
         }
-        let Some(file_dir) = from_file.and_then(|file| self.folder_of(file)) else {
+        let Some(file_dir) = file_dir else {
             return if name.is_relative() { ProjectLookup::Missing } else { ProjectLookup::NotInProject };
         };
         let key = (file_dir.clone(), qualified.to_owned());
@@ -393,6 +398,13 @@ impl ProjectIndex {
 }
 
 /// The absolute folder of a file, as the key for everything looked up from it.
+/// A module or package named like a library right next to the script (`datasets.py` beside
+/// `train.py`): Python puts the script's folder first on `sys.path`, so the import is that file,
+/// not the library.
+fn shadows_library(dir: &Path, top_level: &str) -> bool {
+    dir.join(format!("{top_level}.py")).is_file() || dir.join(top_level).join("__init__.py").is_file()
+}
+
 fn folder_of(file: &Path) -> Option<PathBuf> {
     let absolute = std::path::absolute(file).ok()?;
     let dir = absolute.parent()?;

@@ -51,8 +51,10 @@ Not flagged: loads whose path or result is clearly data rather than a checkpoint
 `map_location` (also positionally or through `**kwargs`), and files that never use CUDA or
 hide every GPU from their own process first (a module-level
 `os.environ["CUDA_VISIBLE_DEVICES"] = ""`). A single-process file that reads back what it saved
-itself is not flagged either: the tensors return to the device this process uses (the save may
-write elsewhere first and move the file into place, as a cache does).
+itself earlier in the run is not flagged either: the tensors return to the device this process
+uses (the save may write elsewhere first and move the file into place, as a cache does). A resume
+that loads, above the training loop, the checkpoints that loop saves is flagged: the file comes
+from an earlier run.
 
 ## Example
 ```python
@@ -186,10 +188,10 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
     }
 }
 
-/// A single-process script that reads back the file it saved itself (`torch.save(model, f)` then
-/// `model = torch.load(f)` under the same `open(args.save, ...)`, as pytorch/examples'
-/// word_language_model does): the tensors return to the device they were saved from, which is
-/// the device this process uses. With several processes the file may come from rank 0's GPU, so
+/// A single-process script that reads back the file it saved itself earlier in the run
+/// (`torch.save(model, f)` then `model = torch.load(f)` under the same `open(args.save, ...)`, as
+/// pytorch/examples' word_language_model does): the tensors return to the device they were saved
+/// from, which is the device this process uses. With several processes the file may come from rank 0's GPU, so
 /// distributed files are not exempt.
 fn reloads_own_save<'a>(model: &Model<'a>, load: Node<'a>) -> bool {
     let distributed = model.calls_to(names::INIT_PROCESS_GROUP).next().is_some()
@@ -210,9 +212,25 @@ fn reloads_own_save<'a>(model: &Model<'a>, load: Node<'a>) -> bool {
             _ => None,
         })
         .collect();
+    // The save must come first: a load above every save of its path reads what an earlier run
+    // left (`if opt.epoch != 0: G.load_state_dict(torch.load(...))` resuming a GAN whose training
+    // loop saves below), from whichever GPU that run used. A function that saves outside any loop
+    // and is called again (a cache: read the file if it is there, else make and save it) reads
+    // what its own earlier call wrote.
+    let load_function = model.enclosing_function(load);
+    let saved_by_an_earlier_call = |save: Node<'a>| {
+        load_function.is_some_and(|function| {
+            model.enclosing_function(save).is_some_and(|f| f.id() == function.id())
+                && !model
+                    .ancestors(save)
+                    .take_while(|n| n.id() != function.id())
+                    .any(|n| matches!(n.kind(), "for_statement" | "while_statement"))
+        })
+    };
     model.calls_to(TORCH_SAVE).any(|save| {
         let path = ast::positional_args(save).get(1).copied();
-        saved_path(model, path, save, "f").is_some_and(|saved| saved == loaded || moved_from.contains(&saved))
+        (ast::precedes(save, load) || saved_by_an_earlier_call(save))
+            && saved_path(model, path, save, "f").is_some_and(|saved| saved == loaded || moved_from.contains(&saved))
     })
 }
 
@@ -312,7 +330,13 @@ fn names_data(text: &str) -> bool {
     words.retain(|w| !w.is_empty());
     // An optimizer's param groups: its hyperparameters and the parameters' indices, no tensors.
     let names_param_groups = words.windows(2).any(|pair| pair[0] == "param" && pair[1].starts_with("group"));
-    names_param_groups || words.iter().any(|w| DATA_WORDS.contains(&w.as_str()))
+    // `dataset_name` labels a run (`saved_models/%s/G_%d.pth" % (opt.dataset_name, epoch)`, a
+    // checkpoint per dataset); it does not say the file holds data.
+    let names_a_label = |i: usize| {
+        matches!(words[i].as_str(), "data" | "dataset" | "datasets")
+            && words.get(i + 1).is_some_and(|next| next == "name" || next == "names")
+    };
+    names_param_groups || words.iter().enumerate().any(|(i, w)| DATA_WORDS.contains(&w.as_str()) && !names_a_label(i))
 }
 
 /// Add `map_location="cpu"` as the last argument.

@@ -95,6 +95,7 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
     let Some((guard, divisor)) = accumulation_guard(model, step_loop) else { return };
     if ast::contains(guard, call)
         || guard_zeroes_before_its_backward(model, guard)
+        || zeroed_before_the_guard(model, step_loop, call, guard)
         || divided_on_path(model, step_loop, subject, call, divisor)
     {
         return;
@@ -127,6 +128,21 @@ fn guard_zeroes_before_its_backward<'a>(model: &Model<'a>, guard: Node<'a>) -> b
             ast::precedes(zeroing.node, *backward)
                 && calls.iter().any(|step| model.stepped_optimizer(*step).is_some() && ast::precedes(*backward, *step))
         })
+    })
+}
+
+/// Gradients are zeroed on every iteration after this backward and before the guarded step, so
+/// what this backward adds never reaches it: WGAN's critic steps every iteration, then
+/// `optimizer_G.zero_grad()`, then the generator steps every `n_critic` iterations on a backward
+/// of its own.
+fn zeroed_before_the_guard<'a>(model: &Model<'a>, step_loop: Node<'a>, backward: Node<'a>, guard: Node<'a>) -> bool {
+    model.gradient_zeroings_within(step_loop).iter().any(|zeroing| {
+        ast::precedes(backward, zeroing.node)
+            && ast::precedes(zeroing.node, guard)
+            && !model
+                .ancestors(zeroing.node)
+                .take_while(|n| n.id() != step_loop.id())
+                .any(|n| matches!(n.kind(), "if_statement" | "for_statement" | "while_statement" | "try_statement"))
     })
 }
 
@@ -198,6 +214,9 @@ fn divided_on_path<'a>(
                 if !visited.insert(name) {
                     continue;
                 }
+                // `with amp.scale_loss(loss, optimizer) as scaled_loss: scaled_loss.backward()`:
+                // the name is bound by the `with` around the backward, from the loss it scales.
+                next.extend(with_bindings_around(model, call, name));
                 for assignment in assignments_before(model, step_loop, name, call) {
                     if assignment.kind() == "augmented_assignment"
                         && assignment.field("operator").is_some_and(|o| o.kind() == "/=")
@@ -211,6 +230,26 @@ fn divided_on_path<'a>(
         frontier = next;
     }
     false
+}
+
+/// The context expressions that a `with` statement around `call` binds to `name`
+/// (`with amp.scale_loss(loss, optimizer) as name:`).
+fn with_bindings_around<'a>(model: &Model<'a>, call: Node<'a>, name: &str) -> Vec<Node<'a>> {
+    let mut bound = Vec::new();
+    for with_statement in model.ancestors(call).filter(|n| n.kind() == "with_statement") {
+        let mut cursor = with_statement.walk();
+        for clause in with_statement.named_children(&mut cursor).filter(|c| c.kind() == "with_clause") {
+            let mut clause_cursor = clause.walk();
+            for item in clause.named_children(&mut clause_cursor).filter(|i| i.kind() == "with_item") {
+                let Some(pattern) = item.field("value").filter(|v| v.kind() == "as_pattern") else { continue };
+                let binds_name = pattern.field("alias").is_some_and(|alias| model.node_text(alias) == name);
+                if binds_name && let Some(expression) = pattern.named_child(0) {
+                    bound.push(expression);
+                }
+            }
+        }
+    }
+    bound
 }
 
 /// A `/` or `//` operator, or a `div` call, in the expression.

@@ -6,6 +6,7 @@ use super::Checker;
 use super::{Candidate, FixAvailability, Prefilter, Rule};
 use crate::diagnostic::Severity;
 use crate::fix::{Edit, Fix};
+use crate::grammar_ids::FieldChild;
 use crate::semantic::{Model, ast};
 use crate::text::{TextRange, line_start};
 
@@ -47,7 +48,9 @@ optimizer.zero_grad(set_to_none=False)
 optimizer.zero_grad()
 ```
 
-Not flagged in a file that captures CUDA graphs (`torch.cuda.graph`, `torch.cuda.CUDAGraph`,
+Not flagged in a file that updates gradients in place (`p.grad += g`, `p.grad /= n`,
+`p.grad.add_(g)`), as a parameter server or a hand-written all-reduce does: it accumulates into
+the zeroed tensors, and `None` gradients would break it. Nor in a file that captures CUDA graphs (`torch.cuda.graph`, `torch.cuda.CUDAGraph`,
 `torch.cuda.make_graphed_callables`, tensordict's `CudaGraphModule`): a captured backward
 writes into the `.grad` tensors that existed at capture, so the step needs them kept, zeroed in
 place, between replays.
@@ -66,7 +69,10 @@ behaviour: suppress the finding there.
 fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
     let model = checker.model;
     let call = candidate.node;
-    if defines_own_zero_grad(model, call) || model.file_fact(captures_cuda_graphs) {
+    if defines_own_zero_grad(model, call)
+        || model.file_fact(captures_cuda_graphs)
+        || model.file_fact(updates_grads_in_place)
+    {
         return;
     }
     let Some(arguments) = ast::arguments(call) else { return };
@@ -120,6 +126,34 @@ fn captures_cuda_graphs(model: &Model<'_>) -> bool {
         "tensordict.nn.cudagraphs.CudaGraphModule",
     ];
     model.calls_to(CUDA_GRAPH_CAPTURE).next().is_some()
+}
+
+/// The file adds into, or scales, `.grad` tensors in place (`p.grad += g`, `p.grad /= n`,
+/// `p.grad.add_(g)`): a parameter server or a manual all-reduce accumulates into the zeroed
+/// gradients, which `set_to_none=True` would turn into `None` and break.
+fn updates_grads_in_place(model: &Model<'_>) -> bool {
+    if !model.text.contains(".grad") {
+        return false;
+    }
+    let is_grad = |node: Node<'_>| {
+        node.kind() == "attribute" && node.field("attribute").is_some_and(|a| model.node_text(a) == "grad")
+    };
+    let in_place_call = ["add_", "sub_", "mul_", "div_", "copy_"]
+        .iter()
+        .flat_map(|name| model.calls_named(name))
+        .any(|call| ast::receiver(*call).is_some_and(is_grad));
+    if in_place_call {
+        return true;
+    }
+    let mut stack = vec![model.tree.root_node()];
+    let mut cursor = model.tree.walk();
+    while let Some(node) = stack.pop() {
+        if node.kind() == "augmented_assignment" && node.field("left").is_some_and(is_grad) {
+            return true;
+        }
+        stack.extend(node.named_children(&mut cursor).collect::<Vec<_>>());
+    }
+    false
 }
 
 /// `self.zero_grad(False)` inside a class that defines its own `zero_grad` calls that method,

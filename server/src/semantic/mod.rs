@@ -478,7 +478,7 @@ impl<'a> Model<'a> {
                 if let Some(binding) = self.imports.binding(name) {
                     return self.resolve_imported(&binding.qualified);
                 }
-                self.local_function(name).map_or_else(|| self.resolve_star_imported(name), CallTarget::Local)
+                self.local_function(name).map_or_else(|| self.resolve_star_imported(name, call), CallTarget::Local)
             }
             "attribute" => {
                 let object = function.field("object");
