@@ -189,7 +189,7 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
     }
     let model_calls: Vec<Node<'a>> =
         model.own_calls_within(node).filter(|c| model.calls_a_model(*c) && runs_the_model(model, *c)).collect();
-    if model_calls.is_empty() || model_calls.iter().all(|c| model.grad_disabled(*c)) {
+    if model_calls.is_empty() || model_calls.iter().all(|c| model.call_runs_without_grad(*c)) {
         return;
     }
     let fix = function

@@ -383,7 +383,7 @@ fn loop_uses_autocast<'a>(model: &Model<'a>, step_loop: &LoopInfo<'a>) -> bool {
     if model.under_autocast(node) {
         return true;
     }
-    let enters_autocast = |with_statement: Node<'_>| {
+    let enters_autocast = |with_statement: Node<'a>| {
         contexts_with_items(with_statement).iter().any(|item| {
             model.is_autocast(*item)
                 || (item.kind() == "call" && model.callee_name(*item).is_some_and(|n| n.contains("autocast")))
