@@ -45,7 +45,17 @@ often fits, unchanged otherwise, with autocast.
 
 `Accelerator()` without `mixed_precision` takes its precision from `accelerate launch` or its config
 file, so it counts as configured. Settings passed from flags (`enabled=args.amp`) count as on.
-Files that never use CUDA are not checked; an NCCL process group counts as using it.
+Files that never use CUDA are not checked; an NCCL process group counts as using it. A project
+context helper of the same file that returns `torch.autocast(...)` (or `nullcontext()` when
+off), or yields inside one, counts as autocast, whatever its name. A loop that calls a helper
+culint cannot see might enter autocast there: that finding is a preview finding (shown with
+`--preview`), naming the helper.
+
+Not flagged: a model known from its layers' literal sizes to be a small stack of dense layers
+(`nn.Linear(10, 32)`, `nn.Linear(32, 5)`), keeping at most 4,096 values a sample for the
+backward. Autocast would save at most 8 KB a sample there. A model with convolutions,
+embeddings or recurrent layers is never taken for small, since they keep a value per pixel or
+token, and the code does not say how many there are.
 
 A model counts as cast when the file moves something to a 16-bit type (`.to(torch.bfloat16)`),
 or builds a module with a 16-bit `dtype=`/`torch_dtype=` argument (`MLP(..., dtype=torch.bfloat16)`,

@@ -43,8 +43,10 @@ families in `knowledge/model_families.toml`, the literal sizes of a config built
 (`LlamaConfig(hidden_size=4096, num_hidden_layers=32)`) or the default of the `--model` argument
 it is loaded from; a diffusion backbone (`UNet2DConditionModel`, a `...Transformer2DModel`); a timm
 vision model whose name says large, huge or giant; or a module in the file that stacks repeated
-blocks and chains them in `forward` (`x = block(x)`). A model whose size is not known is not
-taken for large.
+blocks and chains them in `forward` (`x = block(x)`), unless each block is a single layer
+(`nn.Linear`), whose backward needs only the input checkpointing would keep. A model whose size
+is not known is not taken for large. A model handed to a helper culint cannot see, which might
+enable checkpointing, gives a preview finding (shown with `--preview`).
 
 ## Why is this bad?
 Training keeps every layer's activations until the backward pass, so activation memory grows with
