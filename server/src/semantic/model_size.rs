@@ -476,6 +476,29 @@ mod tests {
         }
     }
 
+    fn layers_of(text: &str, variable: &str) -> Option<Layers> {
+        let tree = crate::parse::parse(text, None);
+        let model = Model::new(text, &tree, crate::semantic::LintContext::default());
+        let use_site = model.text.rfind(variable).expect("the variable is used");
+        let call = model.descendant_for_byte_range(use_site, use_site + variable.len()).expect("a node");
+        layers_of_value(&model, ast::callee(call).expect("a call of the module"), 0)
+    }
+
+    #[test]
+    fn layers_add_up_from_literal_sizes() {
+        let toy = "import torch.nn as nn\nclass Toy(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.a = nn.Linear(10, 32)\n        self.act = nn.ReLU()\n        self.b = nn.Linear(32, 5, bias=False)\nm = Toy().to('cuda')\nm = DDP(m)\nm(x)\n";
+        let layers = layers_of(toy, "m(x)").expect("known");
+        assert_eq!((layers.parameters, layers.kept_per_sample, layers.dense_only), (352.0 + 160.0, 37.0, true));
+        let stacked = "import torch.nn as nn\nclass S(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.e = nn.Embedding(100, 8)\n        self.c = nn.ModuleList([nn.Conv2d(8, 8, (3, 3)) for _ in range(2 * 2)])\nnet = S()\nnet(x)\n";
+        let layers = layers_of(stacked, "net(x)").expect("known");
+        assert_eq!((layers.parameters, layers.dense_only), (800.0 + 4.0 * (8.0 * 8.0 * 9.0 + 8.0), false));
+        // A size from a variable, a helper that builds layers, a base class of the project: unknown.
+        let unknown = "import torch.nn as nn\nclass U(nn.Module):\n    def __init__(self, d):\n        super().__init__()\n        self.a = nn.Linear(d, 4)\nclass H(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.a = make_layers(4)\nclass B(Base):\n    def __init__(self):\n        super().__init__()\n        self.a = nn.Linear(4, 4)\nu = U(3)\nh = H()\nb = B()\nu(x)\nh(x)\nb(x)\n";
+        for call in ["u(x)", "h(x)", "b(x)"] {
+            assert_eq!(layers_of(unknown, call), None, "{call}");
+        }
+    }
+
     #[test]
     fn parameter_text() {
         assert_eq!(parameters_text(13e9), "13B parameters");
