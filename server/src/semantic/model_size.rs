@@ -32,9 +32,10 @@ static FAMILIES: LazyLock<Vec<Family>> = LazyLock::new(|| {
         .family
 });
 
-/// A size stated in a model id: `-7b`, `_1.3B`, `-350m`, between delimiters.
+/// A size stated in a model id: `-7b`, `_1.3B`, `-350m`, between delimiters; also BLOOM's
+/// `-1b7` and `-7b1`, whose digits after the unit are the decimals (1.7B, 7.1B).
 static STATED_SIZE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?i)(?:^|[-_.])(\d+(?:\.\d+)?)([bm])(?:$|[-_.])").expect("valid regex"));
+    LazyLock::new(|| Regex::new(r"(?i)(?:^|[-_.])(\d+(?:\.\d+)?)([bm])(\d*)(?:$|[-_.])").expect("valid regex"));
 
 /// A name that says the model is a tiny test model: the Hub's `hf-internal-testing/tiny-random-gpt2`,
 /// `sshleifer/tiny-gpt2`, `trl-internal-testing/tiny-Qwen2ForCausalLM`: a few thousand to a few
@@ -57,7 +58,14 @@ pub struct Size {
 pub fn parameters_of_id(id: &str) -> Option<f64> {
     let name = id.rsplit('/').next().unwrap_or(id).to_ascii_lowercase();
     let stated = STATED_SIZE.captures(&name).and_then(|captures| {
-        let number: f64 = captures[1].parse().ok()?;
+        let decimals = &captures[3];
+        let number: f64 = if decimals.is_empty() {
+            captures[1].parse().ok()?
+        } else if captures[1].contains('.') {
+            return None;
+        } else {
+            format!("{}.{decimals}", &captures[1]).parse().ok()?
+        };
         Some(if captures[2].eq_ignore_ascii_case("b") { number * 1e9 } else { number * 1e6 })
     });
     let family = FAMILIES
@@ -459,6 +467,9 @@ mod tests {
             ("facebook/opt-1.3b", Some(1.3e9)),
             ("facebook/opt-125m", Some(125e6)),
             ("bigscience/bloom-560m", Some(560e6)),
+            ("bigscience/bloom-1b7", Some(1.7e9)),
+            ("bigscience/bloom-7b1", Some(7.1e9)),
+            ("bigscience/bloom", Some(176e9)),
             ("Qwen/Qwen3-30B-A3B", Some(30e9)),
             ("mistralai/Mixtral-8x7B-Instruct-v0.1", Some(46.7e9)),
             ("google/gemma-7b-it", Some(8.54e9)),
