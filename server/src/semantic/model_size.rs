@@ -330,6 +330,10 @@ fn local_class<'a>(model: &Model<'a>, name: &str) -> Option<Node<'a>> {
 
 /// The layers a module class of the file builds in its `__init__`.
 fn layers_of_class<'a>(model: &Model<'a>, class: Node<'a>, depth: usize) -> Option<Layers> {
+    // A class that builds itself, directly or through others, has no finite size to read.
+    if depth > 8 {
+        return None;
+    }
     let class_name = model.node_text(class.field("name")?).to_owned();
     // Only a direct `nn.Module` subclass: a base class of the project may build layers too.
     let bases = class.field("superclasses")?;
