@@ -201,6 +201,10 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
         TextRange::new(header.start, header_end),
         "This eval loop runs the model with autograd on: activations are kept for a backward that never comes",
     );
+    diagnostic.with_fact(format!(
+        "model call: {}, with no `no_grad`, `inference_mode` or backward around it",
+        model.quote(model_calls[0])
+    ));
     if let Some(fix) = fix {
         diagnostic.with_fix(fix);
     }

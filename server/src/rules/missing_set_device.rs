@@ -105,6 +105,9 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
         "Placed on `cuda` with no device index, and `torch.cuda.set_device` is never called: every rank uses GPU 0",
     );
     diagnostic.with_related(TextRange::of(process_group), "the process group starts here");
+    diagnostic
+        .with_fact(format!("distributed: {}", model.quote(process_group)))
+        .with_fact("device: no `torch.cuda.set_device`, device index or `CUDA_VISIBLE_DEVICES` set in the file");
     if let Some(fix) = fix {
         diagnostic.with_fix(fix);
     }
