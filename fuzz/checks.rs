@@ -7,7 +7,7 @@
 use culint::document::Document;
 use culint::fix::Applicability;
 use culint::hardware::HardwareFacts;
-use culint::lint::{LintContext, LintSettings, MatchMemo, fix_text, lint, lint_remembering, lint_text};
+use culint::lint::{LintContext, LintSettings, fix_text, lint, lint_text};
 use culint::parse::{error_count, layout, parse};
 use culint::text::{TextRange, floor_char_boundary};
 
@@ -81,13 +81,13 @@ fn plain(diagnostics: Vec<culint::diagnostic::Diagnostic>) -> Vec<String> {
     diagnostics.iter().map(|d| format!("{} {:?} {} {:?}", d.code, d.range, d.message, d.fix)).collect()
 }
 
-/// The language server's lint of an edited buffer, made on its incrementally reparsed tree with
-/// the buffer's memo of query matches, must report exactly what a lint of a fresh parse reports.
-fn check_reparsed_lint(document: &mut Document, memo: &MatchMemo) {
+/// The language server's lint of an edited buffer, made on its incrementally reparsed tree, must
+/// report exactly what a lint of a fresh parse reports.
+fn check_reparsed_lint(document: &mut Document) {
     let settings = every_rule();
     let text = document.text().to_owned();
     assert_eq!(
-        plain(lint_remembering(&text, document.tree(), LintContext::default(), &settings, memo)),
+        plain(lint(&text, document.tree(), LintContext::default(), &settings)),
         plain(lint(&text, &parse(&text, None), LintContext::default(), &settings)),
         "the lint of the reparsed tree differs from a fresh one on:\n{text}"
     );
@@ -102,7 +102,6 @@ pub fn check_document_edits(data: &[u8]) {
     let initial = String::from_utf8_lossy(seed).into_owned();
     let mut document = Document::new(&initial, 0);
     let mut expected = initial;
-    let memo = MatchMemo::default();
     for op in ops.chunks_exact(4) {
         let len = expected.len();
         let start = floor_char_boundary(&expected, usize::from(u16::from_le_bytes([op[0], op[1]])) % (len + 1));
@@ -115,7 +114,7 @@ pub fn check_document_edits(data: &[u8]) {
         expected.replace_range(start..end, insert);
         if op[3] & 0x80 == 0 {
             document.edit(TextRange::new(start, end), insert);
-            check_reparsed_lint(&mut document, &memo);
+            check_reparsed_lint(&mut document);
         } else {
             // Edits of one change, reparsed together at the next edit that lints.
             document.edit_text(TextRange::new(start, end), insert);

@@ -28,7 +28,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use culint::document::Document;
-use culint::lint::{LintContext, LintSettings, MatchMemo, lint, lint_remembering};
+use culint::lint::{LintContext, LintSettings, lint};
 use culint::lsp::diagnostics::publish_frame;
 use culint::lsp::position::PositionEncoding;
 use culint::lsp::session::OpenDocument;
@@ -242,9 +242,7 @@ fn main() {
     // buffer.
     let mut buffer = OpenDocument::new(Document::new(&text, 1), None);
     let opened = buffer.tree().clone();
-    // The buffer's memo of query matches, which the server keeps per open document.
-    let memo = MatchMemo::default();
-    let opening = lint_remembering(buffer.document().text(), &opened, context, &settings, &memo);
+    let opening = lint(buffer.document().text(), &opened, context, &settings);
     println!("{path}: {} lines, {} diagnostics when opened", text.lines().count(), opening.len());
 
     if sweep.is_some() {
@@ -286,7 +284,7 @@ fn main() {
         // On rayon's pool, as the server runs a lint and frames its publish: the lint's parallel
         // parts then start there.
         let (diagnostics, linted, frame, framed) = rayon::scope(|_| {
-            let diagnostics = lint_remembering(&current, &tree, context, &settings, &memo);
+            let diagnostics = lint(&current, &tree, context, &settings);
             let linted = Instant::now();
             let frame = publish_frame(&uri, version, &diagnostics, &mapper);
             (diagnostics, linted, frame, Instant::now())

@@ -1,7 +1,6 @@
 //! culint: finds the PyTorch code that runs GPUs out of memory or fails in cuBLAS, explains the
 //! CUDA errors people already hit, and checks the GPU they will run on.
 
-pub mod candidates;
 pub mod cli;
 pub mod config;
 pub mod cuda_env;
@@ -16,6 +15,7 @@ pub mod lint;
 pub mod lsp;
 pub mod notebook;
 pub mod parse;
+pub mod patterns;
 pub mod prefilter;
 pub mod probe;
 pub mod project;

@@ -5,16 +5,15 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use tree_sitter::Tree;
 
-pub use crate::candidates::MatchMemo;
-use crate::candidates::candidates_remembered;
-pub use crate::candidates::compile_query;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::fix::{Applicability, Fix, apply_fixes};
 use crate::hardware::HardwareFacts;
 use crate::parse::parse;
+use crate::patterns::{Candidate, PatternSet};
 use crate::prefilter::{self, PresentTokens};
 pub use crate::rules::Checker;
-use crate::rules::{RULES, Rule};
+pub use crate::rules::compile_query;
+use crate::rules::{RULES, Rule, patterns_of};
 pub use crate::semantic::LintContext;
 use crate::semantic::Model;
 use crate::suppression::{Suppressions, selector_matches};
@@ -119,20 +118,15 @@ pub fn may_have_findings(text: &str, settings: &LintSettings) -> bool {
 
 /// Lint a parsed text. Diagnostics come back sorted by position, with suppressions applied.
 pub fn lint(text: &str, tree: &Tree, context: LintContext<'_>, settings: &LintSettings) -> Vec<Diagnostic> {
-    lint_rules(text, tree, context, settings, &rules_that_could_fire(text, settings), None)
+    lint_rules(text, tree, context, settings, &rules_that_could_fire(text, settings))
 }
 
-/// [`lint`] for a buffer linted again at every edit: the query matches of the top-level
-/// statements whose text `memo` holds from the last lint are taken from it (see
-/// [`crate::candidates`]). The diagnostics are [`lint`]'s.
-pub fn lint_remembering(
-    text: &str,
-    tree: &Tree,
-    context: LintContext<'_>,
-    settings: &LintSettings,
-    memo: &MatchMemo,
-) -> Vec<Diagnostic> {
-    lint_rules(text, tree, context, settings, &rules_that_could_fire(text, settings), Some(memo))
+/// The candidates of each rule of `active` (same order), each list in source order (outer nodes
+/// before the nodes they hold). Matches in regions the parser could not make sense of are left
+/// out.
+pub fn candidates_by_rule<'a>(text: &'a str, tree: &'a Tree, active: &[&'static Rule]) -> Vec<Vec<Candidate<'a>>> {
+    let patterns = PatternSet::new(active.iter().map(|rule| patterns_of(rule)));
+    Model::with_candidates(text, tree, LintContext::default(), &patterns).1
 }
 
 /// [`lint`] with the rules `active` ([`rules_that_could_fire`] or the like).
@@ -142,17 +136,15 @@ fn lint_rules<'a>(
     context: LintContext<'a>,
     settings: &LintSettings,
     active: &[&'static Rule],
-    memo: Option<&MatchMemo>,
 ) -> Vec<Diagnostic> {
     let mut diagnostics = Vec::new();
     if settings.show_syntax_errors {
         diagnostics.extend(syntax_errors(tree));
     }
     if !active.is_empty() {
-        // The model's walk and the rules' query pass are independent walks over the tree: on a
-        // large file each takes milliseconds, and they share the cores.
-        let (model, candidates) =
-            rayon::join(|| Model::new(text, tree, context), || candidates_remembered(text, tree, active, memo));
+        // The rules' candidates are found in the model's walk (see `crate::patterns`).
+        let patterns = PatternSet::new(active.iter().map(|rule| patterns_of(rule)));
+        let (model, candidates) = Model::with_candidates(text, tree, context, &patterns);
         let check = |(rule, candidates): (&&'static Rule, &Vec<crate::rules::Candidate<'a>>)| {
             let mut found = Checker::run(&model, settings.hardware.as_ref(), rule, candidates);
             if let Some(severity) = settings.severities.get(rule.code) {
@@ -194,7 +186,7 @@ pub fn lint_text(text: &str, context: LintContext<'_>, settings: &LintSettings) 
     if active.is_empty() && !settings.show_syntax_errors {
         return Vec::new();
     }
-    lint_rules(text, &parse(text, None), context, settings, &active, None)
+    lint_rules(text, &parse(text, None), context, settings, &active)
 }
 
 /// Pseudo-diagnostics for the regions tree-sitter could not parse (`--show-syntax-errors`).
@@ -351,8 +343,8 @@ mod tests {
     use super::*;
     use crate::document::Document;
 
-    /// Typing through a script, with the tree edited and reparsed incrementally and linted with
-    /// the buffer's memo of query matches, as the language server does: after every keystroke the
+    /// Typing through a script, with the tree edited and reparsed incrementally, as the language
+    /// server does: after every keystroke the
     /// lint reports exactly what a lint of a fresh parse does, syntax errors along the way included.
     #[test]
     fn a_lint_of_the_reparsed_tree_follows_every_keystroke_exactly() {
@@ -365,7 +357,6 @@ mod tests {
             .chain([("a script at module level", crate::test_support::MODULE_LEVEL.to_owned())]);
         for (name, text) in scripts {
             let mut document = Document::new(&text, 1);
-            let memo = MatchMemo::default();
             let lines: Vec<usize> = text.match_indices('\n').map(|(i, _)| i).collect();
             // Type at the end of every seventh line, then delete it again: code that joins the
             // statement, code that breaks it, a new statement, a comment.
@@ -375,10 +366,10 @@ mod tests {
                 for c in typed.chars() {
                     document.edit(TextRange::empty(offset), &c.to_string());
                     offset += c.len_utf8();
-                    assert_same(&mut document, &memo, &settings, name);
+                    assert_same(&mut document, &settings, name);
                 }
                 document.edit(TextRange::new(at, offset), "");
-                assert_same(&mut document, &memo, &settings, name);
+                assert_same(&mut document, &settings, name);
             }
             assert_eq!(document.text(), text);
         }
@@ -417,7 +408,7 @@ mod tests {
                         found.into_iter().map(|d| format!("{} {:?}", d.code, d.range)).collect()
                     };
                     let filtered = codes(lint(&chunk, &tree, context, &settings));
-                    let unfiltered = codes(lint_rules(&chunk, &tree, context, &settings, &every, None));
+                    let unfiltered = codes(lint_rules(&chunk, &tree, context, &settings, &every));
                     assert_eq!(filtered, unfiltered, "{}:\n{chunk}", path.display());
                     statements += 1;
                 }
@@ -426,14 +417,14 @@ mod tests {
         assert!(statements > 500, "only {statements} statements were checked");
     }
 
-    /// The lint of `document`'s reparsed tree, through the buffer's memo, is a fresh parse's.
-    fn assert_same(document: &mut Document, memo: &MatchMemo, settings: &LintSettings, name: &str) {
+    /// The lint of `document`'s reparsed tree is a fresh parse's.
+    fn assert_same(document: &mut Document, settings: &LintSettings, name: &str) {
         let text = document.text().to_owned();
         let summary = |d: Vec<Diagnostic>| -> Vec<String> {
             d.into_iter().map(|d| format!("{} {:?} {} {:?}", d.code, d.range, d.message, d.fix)).collect()
         };
         let fresh = summary(lint(&text, &parse(&text, None), LintContext::default(), settings));
-        let reparsed = summary(lint_remembering(&text, document.tree(), LintContext::default(), settings, memo));
+        let reparsed = summary(lint(&text, document.tree(), LintContext::default(), settings));
         assert_eq!(reparsed, fresh, "{name} after typing:\n{text}");
     }
 }

@@ -10,7 +10,7 @@ use tower_lsp_server::ls_types::{MessageType, Uri};
 use tree_sitter::Tree;
 
 use crate::diagnostic::Diagnostic;
-use crate::lint::{LintContext, lint, lint_remembering};
+use crate::lint::{LintContext, lint};
 use crate::lsp::diagnostics::{Publish, publish_frame};
 use crate::lsp::log;
 use crate::lsp::outbox::{Frame, Outbox};
@@ -316,10 +316,9 @@ fn lint_snapshot_then<T: Send>(snapshot: &Snapshot, then: impl FnOnce(&[Diagnost
         preview: snapshot.preview,
     };
     let tree = snapshot.tree_to_lint();
-    let diagnostics = match (&tree, &snapshot.matches) {
-        (None, _) => Vec::new(),
-        (Some(tree), Some(memo)) => lint_remembering(&snapshot.text, tree, context, &snapshot.settings, memo),
-        (Some(tree), None) => lint(&snapshot.text, tree, context, &snapshot.settings),
+    let diagnostics = match &tree {
+        None => Vec::new(),
+        Some(tree) => lint(&snapshot.text, tree, context, &snapshot.settings),
     };
     let made = then(&diagnostics);
     (Linted { diagnostics: Arc::new(diagnostics), tree }, made)

@@ -18,7 +18,7 @@ use crate::document::{Document, SharedText};
 use crate::fix::Applicability;
 use crate::hardware::HardwareFacts;
 use crate::knowledge::Lang;
-use crate::lint::{LintSettings, MatchMemo};
+use crate::lint::LintSettings;
 use crate::lsp::capabilities::ClientFeatures;
 use crate::lsp::position::{LineStarts, PositionEncoding, PositionMapper};
 use crate::lsp::settings::ClientSettings;
@@ -39,15 +39,12 @@ pub struct OpenDocument {
     /// a version number.
     pub revision: u64,
     pub linted: Option<LintResult>,
-    /// What the buffer's last lint's query pass found per top-level statement, by text (see
-    /// [`crate::candidates`]); kept, like the tree, only while the buffer is edited.
-    matches: Arc<MatchMemo>,
 }
 
 impl OpenDocument {
     pub fn new(document: Document, path: Option<PathBuf>) -> Self {
         let lines = Arc::new(LineStarts::of(document.text()));
-        Self { document, lines, path, revision: 0, linted: None, matches: Arc::default() }
+        Self { document, lines, path, revision: 0, linted: None }
     }
 
     /// The buffer: its text, version and tree.
@@ -81,10 +78,9 @@ impl OpenDocument {
         self.document.keep_tree(tree);
     }
 
-    /// Give up the tree and the memo of matches (the buffer is no longer among those being
-    /// edited). An unfinished lint keeps its own share of the memo.
+    /// Give up the tree (the buffer is no longer among those being edited).
     fn give_up(&mut self) -> GivenUp {
-        GivenUp { tree: self.document.take_tree(), matches: std::mem::take(&mut self.matches) }
+        GivenUp { tree: self.document.take_tree() }
     }
 
     /// Replace the whole text (a change without a range). It is applied as an edit of the bytes
@@ -106,15 +102,14 @@ impl OpenDocument {
 /// [`Session::close`]).
 struct GivenUp {
     tree: Option<Tree>,
-    matches: Arc<MatchMemo>,
 }
 
 impl GivenUp {
     /// Free it on a lint's thread: on a large file that reads memory all over the tree, too
     /// long for the async thread that handles the next message.
     fn free_in_background(self) {
-        let GivenUp { tree, matches } = self;
-        rayon::spawn(move || drop((tree, matches)));
+        let GivenUp { tree } = self;
+        rayon::spawn(move || drop(tree));
     }
 }
 
@@ -148,9 +143,6 @@ pub struct Snapshot {
     pub lines: Arc<LineStarts>,
     /// The document's tree, unless the idle document gave it up; see [`Snapshot::tree`].
     pub parsed: Option<Tree>,
-    /// The buffer's memo of query matches, while it is being edited; a tree parsed by its lint
-    /// is then handed back to it ([`Session::store`]) for the next keystroke's reparse.
-    pub matches: Option<Arc<MatchMemo>>,
     pub path: Option<PathBuf>,
     pub settings: Arc<LintSettings>,
     /// Summaries of the project's other modules, shared by the whole session.
@@ -358,7 +350,6 @@ impl Session {
             text,
             lines: Arc::clone(&open.lines),
             parsed: open.document.cached_tree().cloned(),
-            matches: self.recently_active.contains(uri).then(|| Arc::clone(&open.matches)),
             path: open.path.clone(),
             settings: Arc::new(settings.lint),
             project: self.project.clone(),

@@ -26,10 +26,12 @@ mod unknown_cuda_env_var;
 mod unscaled_gradient_accumulation;
 mod zero_grad_keeps_buffers;
 
-use smallvec::SmallVec;
-use tree_sitter::Node;
+use std::sync::LazyLock;
 
 use crate::diagnostic::Severity;
+use crate::parse::python;
+pub use crate::patterns::Candidate;
+use crate::patterns::{Pattern, parse_patterns};
 pub use checker::Checker;
 
 /// What a text must contain for a rule to possibly fire (see [`crate::prefilter`]): files that no
@@ -60,21 +62,6 @@ impl FixAvailability {
             FixAvailability::Always => "always",
             FixAvailability::DisplayOnly => "display-only",
         }
-    }
-}
-
-/// A node a rule's query matched: the `@violation` capture plus its helper captures.
-pub struct Candidate<'t> {
-    pub node: Node<'t>,
-    /// Held in place: nearly every match has two captures, and a large file's lint places
-    /// thousands of matches.
-    pub captures: SmallVec<[(&'t str, Node<'t>); 2]>,
-}
-
-impl<'t> Candidate<'t> {
-    /// The node bound to `@name` in this match, if any.
-    pub fn capture(&self, name: &str) -> Option<Node<'t>> {
-        self.captures.iter().find(|(n, _)| *n == name).map(|(_, node)| *node)
     }
 }
 
@@ -136,6 +123,31 @@ pub fn by_code(code: &str) -> Option<&'static Rule> {
 
 pub fn index_of(rule: &Rule) -> usize {
     RULES.iter().position(|r| std::ptr::eq(*r, rule)).expect("rule is registered")
+}
+
+/// Every rule's patterns, read from its query once per process (reading them all takes well
+/// under a millisecond); the registry test reads each and names the rule of any error.
+static PATTERNS: LazyLock<Vec<Vec<Pattern>>> = LazyLock::new(|| {
+    let language = python();
+    RULES
+        .iter()
+        .map(|rule| {
+            parse_patterns(rule.query, &language)
+                .unwrap_or_else(|e| panic!("query of {} {} cannot be read: {e}", rule.code, rule.name))
+        })
+        .collect()
+});
+
+/// Compile one rule's query with tree-sitter's own query engine: the registry test checks that
+/// each is a valid query, and the pattern tests that culint's matching finds what tree-sitter's
+/// cursor finds.
+pub fn compile_query(rule: &Rule) -> Result<tree_sitter::Query, tree_sitter::QueryError> {
+    tree_sitter::Query::new(&python(), rule.query)
+}
+
+/// The candidate patterns of `rule` (`queries/python/<name>.scm`).
+pub fn patterns_of(rule: &Rule) -> &'static [Pattern] {
+    &PATTERNS[index_of(rule)]
 }
 
 /// The headings every rule doc must have, in order.

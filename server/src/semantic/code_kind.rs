@@ -140,11 +140,30 @@ impl<'a> Model<'a> {
         if self.file_code_kind() == CodeKind::Test {
             return true;
         }
-        self.ancestors(node).any(|n| match n.kind() {
-            "function_definition" => self.is_test_function(n),
-            "class_definition" => self.is_test_class(n),
-            _ => false,
+        // Whether one of the outermost test functions or classes holds the node (not being it).
+        let spans = self.test_spans.get_or_init(|| self.outermost_test_spans());
+        let start = node.start_byte();
+        let at = spans.partition_point(|(span_start, _, _)| *span_start <= start);
+        at.checked_sub(1).is_some_and(|i| {
+            let (_, end, id) = spans[i];
+            node.end_byte() <= end && node.id() != id
         })
+    }
+
+    /// The byte ranges (and node ids) of the test functions and classes that no other one holds,
+    /// in source order: rules ask [`Model::is_test_code`] of every candidate.
+    fn outermost_test_spans(&self) -> Vec<(usize, usize, usize)> {
+        let functions = self.walked.functions.iter().filter(|f| self.is_test_function(**f));
+        let classes = self.walked.classes.iter().filter(|c| self.is_test_class(**c));
+        let mut tests: Vec<Node<'a>> = functions.chain(classes).copied().collect();
+        tests.sort_by_key(|n| (n.start_byte(), std::cmp::Reverse(n.end_byte())));
+        let mut spans: Vec<(usize, usize, usize)> = Vec::new();
+        for test in tests {
+            if spans.last().is_none_or(|(_, end, _)| test.start_byte() >= *end) {
+                spans.push((test.start_byte(), test.end_byte(), test.id()));
+            }
+        }
+        spans
     }
 
     /// What the whole file is: the configuration's `code-kind`, else culint's judgement, made

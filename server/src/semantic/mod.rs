@@ -30,6 +30,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use tree_sitter::{Node, Tree};
 
 use crate::grammar_ids::FieldChild;
+use crate::patterns::{Candidate, PatternSet};
 use crate::project::ProjectLookup;
 pub use code_kind::{CodeKind, Judgement};
 pub use contexts::with_items as contexts_with_items;
@@ -71,6 +72,8 @@ pub struct Model<'a> {
     loops: OnceLock<Vec<LoopInfo<'a>>>,
     /// What the file is ([`Model::file_code_kind`]).
     file_kind: OnceLock<CodeKind>,
+    /// The outermost test functions and classes ([`Model::is_test_code`]).
+    test_spans: OnceLock<Vec<(usize, usize, usize)>>,
     /// The functions, by node id, that [`Model::runs_one_step`] holds true of.
     functions_stepping_outside_loops: OnceLock<std::collections::HashSet<usize>>,
     frameworks: OnceLock<Frameworks>,
@@ -112,11 +115,17 @@ pub enum CallTarget<'a> {
 
 impl<'a> Model<'a> {
     pub fn new(text: &'a str, tree: &'a Tree, context: LintContext<'a>) -> Self {
-        Self::of_statements(text, tree, context, &ast::top_level_statements(tree))
+        Self::with_candidates(text, tree, context, &PatternSet::new([])).0
     }
 
-    /// [`Model::new`] given the module's `statements` ([`ast::top_level_statements`]).
-    pub fn of_statements(text: &'a str, tree: &'a Tree, context: LintContext<'a>, statements: &[Node<'a>]) -> Self {
+    /// [`Model::new`], and the candidates of `patterns`, found in the same walk: each set's list
+    /// (by slot) in source order, outer nodes before the nodes they hold.
+    pub fn with_candidates(
+        text: &'a str,
+        tree: &'a Tree,
+        context: LintContext<'a>,
+        patterns: &PatternSet,
+    ) -> (Self, Vec<Vec<Candidate<'a>>>) {
         let mut model = Self {
             text,
             tree,
@@ -127,6 +136,7 @@ impl<'a> Model<'a> {
             mentions_cuda: false,
             loops: OnceLock::new(),
             file_kind: OnceLock::new(),
+            test_spans: OnceLock::new(),
             functions_stepping_outside_loops: OnceLock::new(),
             frameworks: OnceLock::new(),
             own_summaries: Default::default(),
@@ -136,8 +146,17 @@ impl<'a> Model<'a> {
             file_facts: Default::default(),
             callee_qualified_names: Default::default(),
         };
-        model.walk(statements);
-        model
+        let found = model.walk(&ast::top_level_statements(tree), patterns);
+        let mut by_slot: Vec<Vec<Candidate<'a>>> = (0..patterns.slots()).map(|_| Vec::new()).collect();
+        for (slot, candidate) in found {
+            by_slot[slot].push(candidate);
+        }
+        // The walk meets a match's root first; its @violation may lie further in. A stable sort,
+        // so that the matches of one node keep their order.
+        for candidates in &mut by_slot {
+            candidates.sort_by_cached_key(|c| (c.node.start_byte(), std::cmp::Reverse(c.node.end_byte())));
+        }
+        (model, by_slot)
     }
 
     /// The ancestors of `node`, innermost first, the module last. `Node::parent` descends from

@@ -30,6 +30,16 @@ impl<'a> InSourceOrder<'a> {
         self.starts.push(start);
     }
 
+    /// Add `later`'s nodes, which all start at or after every node already in the list.
+    pub fn append(&mut self, mut later: Self) {
+        debug_assert!(
+            self.starts.last().zip(later.starts.first()).is_none_or(|(last, first)| last <= first),
+            "lists out of source order"
+        );
+        self.nodes.append(&mut later.nodes);
+        self.starts.append(&mut later.starts);
+    }
+
     /// Where `node` is in the list: among the nodes that start where it does (a call and the call
     /// that is its callee share a start), the one that is it.
     pub fn position(&self, node: Node<'_>) -> Option<usize> {

@@ -128,17 +128,18 @@ impl<'a> Model<'a> {
             };
             zeroings.push(Zeroing { node: call, owner: zeroed });
         }
-        ast::any_in_scope(scope, |node| {
-            if node.kind() == "assignment"
-                && node.field("left").is_some_and(|l| self.is_grad(l))
+        // The model's list of assignments, not a walk of the scope: a step loop's function is
+        // asked this for each of its candidates, and a script's scope is the whole module.
+        for &node in self.walked.assignment_nodes.starting_in(scope.start_byte(), scope.end_byte()) {
+            let zeroes = node.field("left").is_some_and(|l| self.is_grad(l))
                 && node.field("right").is_some_and(|r| {
                     r.kind() == "none" || r.kind() == "call" && self.call_resolves_to(r, &["torch.zeros_like"])
-                })
-            {
+                });
+            let nested = || self.ancestors(node).take_while(|n| n.id() != scope.id()).any(ast::is_function_boundary);
+            if zeroes && node.end_byte() <= scope.end_byte() && !nested() {
                 zeroings.push(Zeroing { node, owner: self.parameter_owner(node, scope) });
             }
-            false
-        });
+        }
         zeroings.sort_by_key(|z| z.node.start_byte());
         zeroings
     }

@@ -1,13 +1,23 @@
 //! The model's one walk over the tree, which collects calls, imports, definitions, assignments,
-//! loops and `with` statements.
+//! loops and `with` statements, and the rules' candidates ([`crate::patterns`]).
+//!
+//! A large file is walked in parts, runs of consecutive top-level statements, one per thread:
+//! nothing a walk notes reaches across a top-level statement (no scope or loop encloses one), so
+//! the parts' notes, joined in order, are one walk's.
 
 use foldhash::HashMap;
+use rayon::prelude::*;
 use smallvec::SmallVec;
 use tree_sitter::Node;
 
 use super::source_order::InSourceOrder;
 use super::{Model, ast, names_cuda};
 use crate::grammar_ids::{self, FieldChild};
+use crate::patterns::{Candidate, PatternSet, Scratch};
+
+/// A file this large or larger is walked in parts, one per this many bytes (at most one per
+/// thread): below it a walk takes about a millisecond.
+const SPLIT_ABOVE_BYTES: usize = 32 * 1024;
 
 /// What the walk notes: the model's lists and name indices.
 #[derive(Default)]
@@ -59,28 +69,96 @@ enum Noted<'a> {
 }
 
 impl<'a> Model<'a> {
-    /// Walk the whole tree, whose module holds `statements`.
-    pub(super) fn walk(&mut self, statements: &[Node<'a>]) {
+    /// Walk the whole tree, whose module holds `statements`; returns the matches of `patterns`,
+    /// with their slots, in the walk's order (outer nodes first), leaving out those inside a
+    /// region the parser could not make sense of.
+    pub(super) fn walk(&mut self, statements: &[Node<'a>], patterns: &PatternSet) -> Vec<(usize, Candidate<'a>)> {
         self.top_level = statements.iter().copied().collect();
-        self.mentions_cuda = self.walk_subtree(self.tree.root_node());
+        let parts = parts_of(statements, self.text.len());
+        let text = self.text;
+        // A tree whose root is an ERROR node is all the parser's guess: no candidates in it.
+        let none = PatternSet::new([]);
+        let patterns = if self.tree.root_node().is_error() { &none } else { patterns };
+        let mut walks: Vec<Walk<'a>> = parts.par_iter().map(|part| Walk::of(text, part, patterns)).collect::<Vec<_>>();
+        let mut whole = if walks.is_empty() { Walk::default() } else { walks.remove(0) };
+        for part in walks {
+            whole.append(part);
+        }
+        self.walked = whole.walked;
+        self.mentions_cuda = whole.mentions_cuda;
         for node in &self.walked.import_nodes {
             self.imports.add_statement(*node, self.text);
         }
+        whole.candidates
+    }
+}
+
+/// `statements` in runs of about equal size, one per thread for a large file.
+fn parts_of<'s, 'a>(statements: &'s [Node<'a>], text_len: usize) -> Vec<&'s [Node<'a>]> {
+    let parts = text_len.div_ceil(SPLIT_ABOVE_BYTES).clamp(1, rayon::current_num_threads());
+    if parts == 1 {
+        return vec![statements];
+    }
+    let mut runs = Vec::with_capacity(parts);
+    let mut from = 0;
+    for (i, statement) in statements.iter().enumerate() {
+        if i > from && statement.start_byte() * parts >= text_len * (runs.len() + 1) {
+            runs.push(&statements[from..i]);
+            from = i;
+        }
+    }
+    runs.push(&statements[from..]);
+    runs
+}
+
+/// What the walk of some top-level statements noted.
+#[derive(Default)]
+struct Walk<'a> {
+    walked: Walked<'a>,
+    mentions_cuda: bool,
+    candidates: Vec<(usize, Candidate<'a>)>,
+}
+
+impl<'a> Walk<'a> {
+    fn of(text: &'a str, statements: &[Node<'a>], patterns: &PatternSet) -> Self {
+        let mut walk = Self::default();
+        for statement in statements {
+            walk.subtree(*statement, text, patterns);
+        }
+        walk
     }
 
-    /// Walk the subtree of `top`, noting what the model needs. Returns whether the subtree names
-    /// CUDA.
-    fn walk_subtree(&mut self, top: Node<'a>) -> bool {
-        let source = self.text;
+    /// Notes of the statements after this walk's.
+    fn append(&mut self, later: Self) {
+        self.walked.append(later.walked);
+        self.mentions_cuda |= later.mentions_cuda;
+        self.candidates.extend(later.candidates);
+    }
+
+    /// Walk the subtree of `top`, noting what the model needs and matching `patterns`.
+    fn subtree(&mut self, top: Node<'a>, source: &'a str, patterns: &PatternSet) {
         let mut cursor = top.walk();
-        let mut mentions_cuda = false;
+        let mut scratch = Scratch::default();
+        let mut mentions_cuda = self.mentions_cuda;
         // The loops and scope boundaries around the current node, with their depths.
         let mut enclosing: Vec<(usize, Node<'a>)> = Vec::new();
+        // The depth of the outermost ERROR node around the current one: what lies inside is the
+        // parser's guess, where no rule looks.
+        let mut error_at: Option<usize> = None;
         let mut depth = 0;
         'outer: loop {
             let node = cursor.node();
             while enclosing.last().is_some_and(|(d, _)| *d >= depth) {
                 enclosing.pop();
+            }
+            if error_at.is_some_and(|d| d >= depth) {
+                error_at = None;
+            }
+            if error_at.is_none() && node.is_error() {
+                error_at = Some(depth);
+            }
+            if error_at.is_none() {
+                patterns.match_at(node, source, &mut scratch, &mut self.candidates);
             }
             let scope_at = || enclosing.iter().rposition(|(_, n)| ast::is_function_boundary(*n));
             let noted = if grammar_ids::CALL.contains(node) {
@@ -109,8 +187,8 @@ impl<'a> Model<'a> {
                 None
             };
             if let Some(noted) = noted {
-                let names = self.names_of(node, &noted);
-                self.note(node, noted, names);
+                let names = names_of(node, &noted, source);
+                self.walked.note(node, noted, names);
             }
             if ast::is_loop(node) || ast::is_function_boundary(node) {
                 enclosing.push((depth, node));
@@ -129,23 +207,24 @@ impl<'a> Model<'a> {
                 depth -= 1;
             }
         }
-        mentions_cuda
+        self.mentions_cuda = mentions_cuda;
     }
+}
 
-    /// The names a noted node is filed under: a call's callee name, a function's name, an
-    /// assignment's targets.
-    fn names_of(&self, node: Node<'a>, noted: &Noted<'a>) -> Vec<&'a str> {
-        let source = self.text;
-        match noted {
-            Noted::Call { .. } => ast::callee_name(node, source).into_iter().collect(),
-            Noted::Function => ast::function_name(node, source).into_iter().collect(),
-            Noted::Assignment => node.field("left").map(|left| ast::target_names(left, source)).unwrap_or_default(),
-            Noted::Import | Noted::Class | Noted::Loop { .. } | Noted::With { .. } => Vec::new(),
-        }
+/// The names a noted node is filed under: a call's callee name, a function's name, an
+/// assignment's targets.
+fn names_of<'a>(node: Node<'a>, noted: &Noted<'a>, source: &'a str) -> Vec<&'a str> {
+    match noted {
+        Noted::Call { .. } => ast::callee_name(node, source).into_iter().collect(),
+        Noted::Function => ast::function_name(node, source).into_iter().collect(),
+        Noted::Assignment => node.field("left").map(|left| ast::target_names(left, source)).unwrap_or_default(),
+        Noted::Import | Noted::Class | Noted::Loop { .. } | Noted::With { .. } => Vec::new(),
     }
+}
 
+impl<'a> Walked<'a> {
     fn note(&mut self, node: Node<'a>, noted: Noted<'a>, names: impl IntoIterator<Item = &'a str>) {
-        let walked = &mut self.walked;
+        let walked = self;
         match noted {
             Noted::Call { scope, in_loop } => {
                 walked.call_scopes.push(scope);
@@ -180,6 +259,33 @@ impl<'a> Model<'a> {
                 walked.with_scopes.push(scope);
             }
         }
+    }
+}
+
+impl<'a> Walked<'a> {
+    /// Notes of nodes that come after this walk's.
+    fn append(&mut self, later: Self) {
+        self.calls.append(later.calls);
+        self.call_scopes.extend(later.call_scopes);
+        self.call_loops.extend(later.call_loops);
+        self.call_names.extend(later.call_names);
+        self.loop_nodes.append(later.loop_nodes);
+        self.outer_loops.extend(later.outer_loops);
+        self.with_statements.append(later.with_statements);
+        self.with_scopes.extend(later.with_scopes);
+        for (name, calls) in later.calls_by_name {
+            list_for(&mut self.calls_by_name, &name).append(calls);
+        }
+        self.functions.extend(later.functions);
+        for (name, functions) in later.functions_by_name {
+            list_for(&mut self.functions_by_name, &name).extend(functions);
+        }
+        self.classes.extend(later.classes);
+        for (name, assignments) in later.assignments {
+            list_for(&mut self.assignments, &name).append(assignments);
+        }
+        self.assignment_nodes.append(later.assignment_nodes);
+        self.import_nodes.extend(later.import_nodes);
     }
 }
 
