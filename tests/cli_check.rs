@@ -559,3 +559,57 @@ fn cuda_amp_fix_is_unsafe_below_the_declared_torch_floor() {
     let findings: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     assert_eq!(findings[0]["fix"]["applicability"], "safe", "{}", run.stdout);
 }
+
+/// An fp32 step loop whose forward runs in a helper culint cannot see: a preview finding.
+const UNSEEN_HELPER_LOOP: &str = "import torch\n\nfrom engine import log_step\n\nmodel = torch.nn.Linear(4, 4).cuda()\nfor x in range(10):\n    log_step(x)\n    loss = model(torch.randn(2, 4).cuda()).sum()\n    loss.backward()\n";
+
+#[test]
+fn findings_carry_their_facts_and_preview_ones_show_only_when_asked() {
+    let dir = project(&[("train.py", FP32_LOOP.as_bytes()), ("helper_loop.py", UNSEEN_HELPER_LOOP.as_bytes())]);
+    let full = culint(dir.path(), &["check", "--exit-zero"]);
+    assert!(
+        full.stdout.contains("note: rests on: device: CUDA, from `model = torch.nn.Linear(4, 4).cuda()` (line 3)"),
+        "{}",
+        full.stdout
+    );
+    assert!(!full.stdout.contains("helper_loop.py") && !full.stdout.contains("(preview)"), "{}", full.stdout);
+
+    let json = culint(dir.path(), &["check", "--output-format", "json", "--exit-zero"]);
+    let findings: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(findings.as_array().unwrap().len(), 1, "{}", json.stdout);
+    assert_eq!(findings[0]["preview"], false);
+    assert!(findings[0]["facts"][0].as_str().unwrap().starts_with("device: CUDA"), "{}", json.stdout);
+    assert_eq!(findings[0]["assumptions"], serde_json::json!([]));
+
+    let preview = culint(dir.path(), &["check", "--preview", "--output-format", "concise", "--exit-zero"]);
+    let line = preview
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("helper_loop.py:9:"))
+        .unwrap_or_else(|| panic!("{}", preview.stdout));
+    assert!(line.ends_with("(preview)"), "{line}");
+    let full = culint(dir.path(), &["check", "--preview", "--exit-zero", "helper_loop.py"]);
+    assert!(full.stdout.contains("note: assumes: `log_step(x)` (line 7) is not followed"), "{}", full.stdout);
+    let sarif =
+        culint(dir.path(), &["check", "--preview", "--output-format", "sarif", "--exit-zero", "helper_loop.py"]);
+    let log: serde_json::Value = serde_json::from_str(&sarif.stdout).unwrap();
+    let properties = &log["runs"][0]["results"][0]["properties"];
+    assert_eq!(properties["preview"], true, "{}", sarif.stdout);
+    assert!(properties["assumptions"][0].as_str().unwrap().contains("log_step"), "{}", sarif.stdout);
+
+    // The configuration turns preview on; the command line turns it off again.
+    write(&dir.path().join("pyproject.toml"), b"[tool.culint]\npreview = true\n");
+    let configured = culint(dir.path(), &["check", "--output-format", "concise", "--exit-zero"]);
+    assert!(configured.stdout.contains("helper_loop.py:9:"), "{}", configured.stdout);
+    let off = culint(dir.path(), &["check", "--no-preview", "--output-format", "concise", "--exit-zero"]);
+    assert!(!off.stdout.contains("helper_loop.py"), "{}", off.stdout);
+}
+
+#[test]
+fn fix_applies_no_fix_of_a_hidden_preview_finding() {
+    let dir = project(&[("helper_loop.py", UNSEEN_HELPER_LOOP.as_bytes())]);
+    culint(dir.path(), &["check", "--fix", "--unsafe-fixes", "--exit-zero"]);
+    assert_eq!(std::fs::read_to_string(dir.path().join("helper_loop.py")).unwrap(), UNSEEN_HELPER_LOOP);
+    culint(dir.path(), &["check", "--preview", "--fix", "--unsafe-fixes", "--exit-zero"]);
+    assert!(std::fs::read_to_string(dir.path().join("helper_loop.py")).unwrap().contains("torch.autocast"));
+}

@@ -19,7 +19,7 @@ fn lint_with(path: &Path, project: Option<&ProjectIndex>, rules: RuleSet) -> Vec
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     lint_text(
         &text,
-        LintContext { path: Some(path), project, code_kind: None },
+        LintContext { path: Some(path), project, code_kind: None, preview: false },
         &LintSettings { rules, ..Default::default() },
     )
 }

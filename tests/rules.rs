@@ -65,10 +65,19 @@ fn settings_for(rule: &Rule, text: &str) -> LintSettings {
 }
 
 fn marked_lines(text: &str, code: &str) -> BTreeSet<usize> {
+    lines_marked(text, "# error:", code)
+}
+
+/// Lines marked `# preview: CUL302`: flagged only with preview on, as preview findings.
+fn preview_lines(text: &str, code: &str) -> BTreeSet<usize> {
+    lines_marked(text, "# preview:", code)
+}
+
+fn lines_marked(text: &str, marker: &str, code: &str) -> BTreeSet<usize> {
     text.lines()
         .enumerate()
         .filter(|(_, line)| {
-            line.split_once("# error:").is_some_and(|(_, codes)| codes.split([',', ' ']).any(|c| c.trim() == code))
+            line.split_once(marker).is_some_and(|(_, codes)| codes.split([',', ' ']).any(|c| c.trim() == code))
         })
         .map(|(i, _)| i + 1)
         .collect()
@@ -97,7 +106,7 @@ fn every_rule_flags_exactly_its_marked_lines() {
         for (path, text) in paths.iter().zip(&texts) {
             let expected = marked_lines(text, rule.code);
             let tree = parse(text, None);
-            let context = LintContext { path: Some(path), project: None, code_kind: None };
+            let context = LintContext { path: Some(path), project: None, code_kind: None, preview: false };
             let diagnostics = lint(text, &tree, context, &settings_for(rule, text));
             let index = culint::text::LineIndex::new(text);
             let flagged: BTreeSet<usize> =
@@ -106,6 +115,28 @@ fn every_rule_flags_exactly_its_marked_lines() {
                 let missed: Vec<_> = expected.difference(&flagged).collect();
                 let extra: Vec<_> = flagged.difference(&expected).collect();
                 failures.push(format!("{}: missed lines {missed:?}, unexpected lines {extra:?}", path.display()));
+            }
+            // With preview on, the preview-marked lines are flagged too, and only they as previews.
+            let previewed = lint(text, &tree, LintContext { preview: true, ..context }, &settings_for(rule, text));
+            let preview_expected = preview_lines(text, rule.code);
+            let flagged_as_preview: BTreeSet<usize> =
+                previewed.iter().filter(|d| d.is_preview()).map(|d| index.location(text, d.range.start).row).collect();
+            let flagged_with_preview: BTreeSet<usize> =
+                previewed.iter().map(|d| index.location(text, d.range.start).row).collect();
+            let expected_with_preview: BTreeSet<usize> = expected.union(&preview_expected).copied().collect();
+            if flagged_as_preview != preview_expected || flagged_with_preview != expected_with_preview {
+                failures.push(format!(
+                    "{}: with preview, flagged {flagged_with_preview:?} (as preview {flagged_as_preview:?}), \
+                     expected {expected_with_preview:?} (as preview {preview_expected:?})",
+                    path.display()
+                ));
+            }
+            for diagnostic in previewed.iter().filter(|d| d.is_preview()) {
+                assert!(
+                    !diagnostic.assumptions.iter().any(|a| a.trim().is_empty()),
+                    "{}: an empty assumption",
+                    rule.code
+                );
             }
             for diagnostic in &diagnostics {
                 assert_eq!(diagnostic.code, rule.code);
@@ -170,7 +201,7 @@ fn fixes_parse_converge_and_match_snapshots() {
         for path in fixture_paths(rule) {
             let text = std::fs::read_to_string(&path).expect("fixture is UTF-8");
             let settings = settings_for(rule, &text);
-            let context = LintContext { path: Some(&path), project: None, code_kind: None };
+            let context = LintContext { path: Some(&path), project: None, code_kind: None, preview: false };
             let before_errors = error_count(&parse(&text, None));
             let outcome = fix_text(&text, context, &settings, Applicability::Unsafe);
             assert!(!outcome.refused_unparsable, "{}: a fix pass made the file parse worse", path.display());

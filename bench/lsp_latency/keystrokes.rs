@@ -234,7 +234,8 @@ fn main() {
     let settings = LintSettings::default();
     // As the server lints a buffer: with its path, in a project whose other files calls may reach.
     let project = ProjectIndex::new();
-    let context = LintContext { path: Some(Path::new(&path)), project: Some(&project), code_kind: None };
+    let context =
+        LintContext { path: Some(Path::new(&path)), project: Some(&project), code_kind: None, preview: false };
     let uri: Uri = "file:///bench/train.py".parse().expect("a valid URI");
 
     // As the server opens a buffer: its first lint parses the text and hands the tree to the

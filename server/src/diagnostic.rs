@@ -62,10 +62,21 @@ pub struct Diagnostic {
     pub related: Vec<Related>,
     /// The rule reports use of an API that is deprecated (LSP `DiagnosticTag::Deprecated`).
     pub deprecated: bool,
+    /// What the finding rests on, read from the code: "model: `gpt2-xl`, about 1.5B parameters".
+    pub facts: Vec<Arc<str>>,
+    /// What the rule took for granted where the code does not say: "`setup_amp()` is not
+    /// followed: taken not to enter autocast". A finding with any is a preview finding, shown only
+    /// when preview is on ([`Diagnostic::is_preview`]).
+    pub assumptions: Vec<Arc<str>>,
 }
 
 impl Diagnostic {
     pub fn fix_title(&self) -> Option<&str> {
         self.fix.as_ref().map(|fix| &*fix.title)
+    }
+
+    /// The finding rests on an assumption rather than only on facts: hidden unless preview is on.
+    pub fn is_preview(&self) -> bool {
+        !self.assumptions.is_empty()
     }
 }

@@ -211,6 +211,8 @@ pub fn syntax_errors(tree: &Tree) -> Vec<Diagnostic> {
                 knowledge: None,
                 related: Vec::new(),
                 deprecated: false,
+                facts: Vec::new(),
+                assumptions: Vec::new(),
             });
             continue;
         }

@@ -13,6 +13,7 @@ export interface ServerSettings {
   select?: string[];
   ignore?: string[];
   unsafeFixes?: boolean;
+  preview?: boolean;
   severity?: Record<string, SeverityLevel>;
   configuration?: string;
   showSyntaxErrors?: boolean;
@@ -38,6 +39,9 @@ export function toServerSettings(source: SettingsSource, workspaceFolder?: strin
   }
   if (source.get<unknown>("unsafeFixes") === true) {
     settings.unsafeFixes = true;
+  }
+  if (source.get<unknown>("preview") === true) {
+    settings.preview = true;
   }
   if (source.get<unknown>("showSyntaxErrors") === true) {
     settings.showSyntaxErrors = true;

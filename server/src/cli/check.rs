@@ -36,6 +36,11 @@ pub struct CheckArgs {
     unsafe_fixes: bool,
     #[arg(long, overrides_with = "unsafe_fixes", hide = true)]
     no_unsafe_fixes: bool,
+    /// Also report preview findings, those that rest on an assumption (marked `(preview)`).
+    #[arg(long, overrides_with = "no_preview")]
+    preview: bool,
+    #[arg(long, overrides_with = "preview", hide = true)]
+    no_preview: bool,
     /// Print the fixes as a unified diff and write nothing; exit 1 if any file would change.
     #[arg(long)]
     diff: bool,
@@ -151,6 +156,11 @@ impl CheckArgs {
             extend_select: self.extend_select.clone(),
             ignore: self.ignore.clone(),
             unsafe_fixes,
+            preview: match (self.preview, self.no_preview) {
+                (true, _) => Some(true),
+                (_, true) => Some(false),
+                _ => None,
+            },
             show_syntax_errors: self.show_syntax_errors,
             hardware: self.hardware()?,
         })

@@ -166,7 +166,12 @@ pub fn check_source(
         None => crate::semantic::code_kind::judge(Some(path), text),
     };
     // The file is judged once: the lint's model takes the judgement as given.
-    let context = LintContext { path: Some(path), project: Some(&PROJECT), code_kind: Some(judgement.kind) };
+    let context = LintContext {
+        path: Some(path),
+        project: Some(&PROJECT),
+        code_kind: Some(judgement.kind),
+        preview: settings.preview,
+    };
     let threshold = if settings.unsafe_fixes { Applicability::Unsafe } else { Applicability::Safe };
     let mut report = FileReport::empty(display);
     report.fix_threshold = threshold;

@@ -25,6 +25,7 @@ pub const KEYS: &[&str] = &[
     "max-file-size",
     "knowledge-dirs",
     "code-kind",
+    "preview",
 ];
 
 /// Files larger than this are skipped unless `max-file-size` says otherwise: generated or
@@ -81,6 +82,8 @@ pub struct Options {
     pub severity: BTreeMap<String, Severity>,
     pub output_format: Option<OutputFormat>,
     pub unsafe_fixes: Option<bool>,
+    /// Show preview findings, those that rest on an assumption.
+    pub preview: Option<bool>,
     pub max_file_size: Option<u64>,
     /// Absolute, canonical directories inside the configuration's directory.
     pub knowledge_dirs: Vec<PathBuf>,
@@ -104,6 +107,7 @@ pub fn parse_options(table: &Table, location: &str, root: &Path) -> Result<Optio
             "max-file-size" => options.max_file_size = Some(max_file_size(value).map_err(at)?),
             "knowledge-dirs" => options.knowledge_dirs = knowledge_dirs(value, root).map_err(at)?,
             "code-kind" => options.code_kind = code_kinds(value).map_err(at)?,
+            "preview" => options.preview = Some(boolean(value).map_err(at)?),
             unknown => {
                 return Err(format!(
                     "unknown key `{unknown}` {location}; expected one of {}",

@@ -24,6 +24,8 @@ pub struct Overrides {
     pub extend_select: Vec<String>,
     pub ignore: Vec<String>,
     pub unsafe_fixes: Option<bool>,
+    /// `--preview` / `--no-preview`, the editor's `preview`: over the configuration's.
+    pub preview: Option<bool>,
     pub show_syntax_errors: bool,
     pub hardware: Option<HardwareFacts>,
 }
@@ -35,6 +37,8 @@ pub struct ResolvedSettings {
     /// The configuration that applied, if any.
     pub config: Option<Arc<Config>>,
     pub unsafe_fixes: bool,
+    /// Report preview findings too ([`crate::diagnostic::Diagnostic::is_preview`]).
+    pub preview: bool,
     pub max_file_size: u64,
     /// The configured `code-kind` of the file, when a pattern matches it.
     pub code_kind: Option<crate::semantic::CodeKind>,
@@ -202,6 +206,7 @@ fn resolve(config: Option<Arc<Config>>, overrides: &Overrides) -> Resolved {
         lint,
         config: config.clone(),
         unsafe_fixes: overrides.unsafe_fixes.or(options.and_then(|o| o.unsafe_fixes)).unwrap_or(false),
+        preview: overrides.preview.or(options.and_then(|o| o.preview)).unwrap_or(false),
         max_file_size: options.and_then(|o| o.max_file_size).unwrap_or(DEFAULT_MAX_FILE_SIZE),
         code_kind: None,
     };

@@ -150,8 +150,11 @@ pub fn likely_causes(frames: &[LocalFrame], related_rules: &[String]) -> Vec<Cod
             continue;
         };
         let index = LineIndex::new(&text);
-        for diagnostic in lint_text(&text, LintContext { path: Some(path), project: None, code_kind: None }, &settings)
-        {
+        for diagnostic in lint_text(
+            &text,
+            LintContext { path: Some(path), project: None, code_kind: None, preview: false },
+            &settings,
+        ) {
             let line = index.line_of(diagnostic.range.start) + 1;
             let near =
                 frame_lines.iter().copied().filter(|f| f.abs_diff(line) <= NEAR_LINES).min_by_key(|f| f.abs_diff(line));

@@ -309,8 +309,12 @@ struct Linted {
 /// [`Snapshot::tree_to_lint`] (none for an excluded file, which gets no diagnostics), with what
 /// `then` makes of the diagnostics.
 fn lint_snapshot_then<T: Send>(snapshot: &Snapshot, then: impl FnOnce(&[Diagnostic]) -> T + Send) -> (Linted, T) {
-    let context =
-        LintContext { path: snapshot.path.as_deref(), project: Some(&snapshot.project), code_kind: snapshot.code_kind };
+    let context = LintContext {
+        path: snapshot.path.as_deref(),
+        project: Some(&snapshot.project),
+        code_kind: snapshot.code_kind,
+        preview: snapshot.preview,
+    };
     let tree = snapshot.tree_to_lint();
     let diagnostics = match &tree {
         None => Vec::new(),

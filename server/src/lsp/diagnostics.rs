@@ -100,7 +100,9 @@ pub struct LspDiagnostic<'a> {
     severity: Severity,
     code: &'a str,
     rule_page: Option<&'a Uri>,
-    message: &'a str,
+    /// The engine's message, borrowed; with the facts and assumptions below it when the finding
+    /// states them ([`shown_message`]).
+    message: std::borrow::Cow<'a, str>,
     related: Vec<(Range, &'a str)>,
     /// The document the related ranges lie in.
     uri: &'a Uri,
@@ -117,7 +119,7 @@ impl<'a> LspDiagnostic<'a> {
             severity: diagnostic.severity,
             code: diagnostic.code,
             rule_page,
-            message: &diagnostic.message,
+            message: shown_message(diagnostic),
             related: diagnostic.related.iter().map(|r| (mapper.range(r.range), &*r.message)).collect(),
             uri,
             deprecated: diagnostic.deprecated,
@@ -135,7 +137,7 @@ impl<'a> LspDiagnostic<'a> {
             json.raw(r#","codeDescription":{"href":"#).string(page.as_str()).raw("}");
         }
         json.raw(r#","source":"#).string(SOURCE);
-        json.raw(r#","message":"#).string(self.message);
+        json.raw(r#","message":"#).string(&self.message);
         if !self.related.is_empty() {
             json.raw(r#","relatedInformation":["#);
             for (i, (range, message)) in self.related.iter().enumerate() {
@@ -243,6 +245,30 @@ fn write_list(json: &mut JsonText, diagnostics: &[LspDiagnostic<'_>]) {
     json.raw("]");
 }
 
+/// What an editor shows of a finding: its message, then a line for each fact it rests on and
+/// each assumption it made, after "(preview)" for a preview finding. Editors show the whole
+/// message in the hover and the problems list, and its first line inline, so the facts are in the
+/// message itself: related information would need a location, which a fact such as "model size
+/// from the family table" does not have.
+pub fn shown_message(diagnostic: &Diagnostic) -> std::borrow::Cow<'_, str> {
+    if diagnostic.facts.is_empty() && diagnostic.assumptions.is_empty() {
+        return std::borrow::Cow::Borrowed(&diagnostic.message);
+    }
+    let mut message = diagnostic.message.to_string();
+    if diagnostic.is_preview() {
+        message.push_str(" (preview)");
+    }
+    for fact in &diagnostic.facts {
+        message.push_str("\nrests on: ");
+        message.push_str(fact);
+    }
+    for assumption in &diagnostic.assumptions {
+        message.push_str("\nassumes: ");
+        message.push_str(assumption);
+    }
+    std::borrow::Cow::Owned(message)
+}
+
 /// The frame that pushes `diagnostics`, found in `version` of the document at `uri`, to the
 /// client: their positions as `mapper` counts them.
 pub fn publish_frame(uri: &Uri, version: i32, diagnostics: &[Diagnostic], mapper: &PositionMapper<'_>) -> Frame {
@@ -267,7 +293,7 @@ impl LspDiagnostic<'_> {
             code: Some(NumberOrString::String(self.code.to_owned())),
             code_description: self.rule_page.map(|href| CodeDescription { href: href.clone() }),
             source: Some(SOURCE.to_owned()),
-            message: self.message.to_owned(),
+            message: self.message.into_owned(),
             related_information: (!related.is_empty()).then_some(related),
             tags: self.deprecated.then(|| vec![DiagnosticTag::DEPRECATED]),
             data: Some(serde_json::Value::String(self.data.text())),
@@ -283,7 +309,7 @@ impl LspDiagnostic<'_> {
             [range.start.line, range.start.character, range.end.line, range.end.character].hash(hasher)
         };
         hash_range(hasher, &self.range);
-        (severity_number(self.severity), self.code, self.message, self.deprecated).hash(hasher);
+        (severity_number(self.severity), self.code, &*self.message, self.deprecated).hash(hasher);
         self.related.len().hash(hasher);
         for (range, message) in &self.related {
             hash_range(hasher, range);
@@ -358,6 +384,8 @@ mod tests {
             knowledge: None,
             related: vec![Related { range: TextRange::new(import, import + 12), message: "imported here".into() }],
             deprecated: true,
+            facts: Vec::new(),
+            assumptions: Vec::new(),
         }
     }
 

@@ -46,8 +46,12 @@ pub fn fix_all(snapshot: &Snapshot) -> FixAll {
     if snapshot.excluded {
         return FixAll { edits: Vec::new(), fixed: 0 };
     }
-    let context =
-        LintContext { path: snapshot.path.as_deref(), project: Some(&snapshot.project), code_kind: snapshot.code_kind };
+    let context = LintContext {
+        path: snapshot.path.as_deref(),
+        project: Some(&snapshot.project),
+        code_kind: snapshot.code_kind,
+        preview: snapshot.preview,
+    };
     let outcome = fix_text(&snapshot.text, context, &snapshot.settings, snapshot.fix_threshold);
     FixAll { edits: diff(&snapshot.text, &outcome.text), fixed: outcome.fixed }
 }

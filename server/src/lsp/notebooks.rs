@@ -46,8 +46,12 @@ pub async fn lint_and_publish(context: &ServerContext, uri: Uri) {
             let diagnostics = if settings.excluded {
                 Vec::new()
             } else {
-                let context =
-                    LintContext { path: path.as_deref(), project: Some(&project), code_kind: settings.code_kind };
+                let context = LintContext {
+                    path: path.as_deref(),
+                    project: Some(&project),
+                    code_kind: settings.code_kind,
+                    preview: settings.preview,
+                };
                 lint_text(&program.text, context, &settings.lint)
             };
             program.by_cell(&diagnostics)
@@ -98,7 +102,12 @@ pub async fn fix_all(context: &ServerContext, cell: &Uri) -> Option<jsonrpc::Res
                 return None;
             }
             let program = Program::new(&texts);
-            let context = LintContext { path: path.as_deref(), project: Some(&project), code_kind: settings.code_kind };
+            let context = LintContext {
+                path: path.as_deref(),
+                project: Some(&project),
+                code_kind: settings.code_kind,
+                preview: settings.preview,
+            };
             let threshold = if settings.unsafe_fixes { Applicability::Unsafe } else { Applicability::Safe };
             let outcome = fix_text(&program.text, context, &settings.lint, threshold);
             Some((program.cells_after(&outcome.text)?, outcome.fixed))

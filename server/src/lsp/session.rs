@@ -156,6 +156,8 @@ pub struct Snapshot {
     pub config_problem: Option<String>,
     /// What the configuration's `code-kind` says the file is.
     pub code_kind: Option<crate::semantic::CodeKind>,
+    /// Report preview findings too.
+    pub preview: bool,
 }
 
 impl Snapshot {
@@ -186,6 +188,7 @@ const RETAINED_TREES: usize = 8;
 pub struct FileSettings {
     pub lint: LintSettings,
     pub unsafe_fixes: bool,
+    pub preview: bool,
     pub excluded: bool,
     pub problem: Option<String>,
     /// What the configuration's `code-kind` says the file is, when a pattern matches it.
@@ -250,6 +253,7 @@ impl Session {
             extend_select: Vec::new(),
             ignore: self.settings.ignore.clone(),
             unsafe_fixes: self.settings.unsafe_fixes,
+            preview: self.settings.preview,
             show_syntax_errors: self.settings.show_syntax_errors,
             hardware: self.hardware.clone(),
         };
@@ -279,10 +283,12 @@ impl Session {
             lint
         };
         let unsafe_fixes = self.settings.unsafe_fixes.unwrap_or(false);
+        let preview = self.settings.preview.unwrap_or(false);
         let Some(resolver) = &self.resolver else {
             return FileSettings {
                 lint: editor_only(),
                 unsafe_fixes,
+                preview,
                 excluded: false,
                 problem: self.resolver_problem.clone(),
                 code_kind: None,
@@ -296,6 +302,7 @@ impl Session {
                 return FileSettings {
                     lint: editor_only(),
                     unsafe_fixes,
+                    preview,
                     excluded: false,
                     problem: None,
                     code_kind: None,
@@ -309,6 +316,7 @@ impl Session {
                 FileSettings {
                     lint,
                     unsafe_fixes: resolved.unsafe_fixes,
+                    preview: resolved.preview,
                     excluded: resolver.is_excluded(&path).unwrap_or(false),
                     problem: None,
                     code_kind: resolved.code_kind,
@@ -317,6 +325,7 @@ impl Session {
             Err(error) => FileSettings {
                 lint: editor_only(),
                 unsafe_fixes,
+                preview,
                 excluded: false,
                 problem: Some(format!("culint: {error}; linting with the editor's settings only")),
                 code_kind: None,
@@ -348,6 +357,7 @@ impl Session {
             excluded: settings.excluded,
             config_problem: settings.problem,
             code_kind: settings.code_kind,
+            preview: settings.preview,
         })
     }
 

@@ -29,6 +29,9 @@ pub struct ClientSettings {
     /// Let fix-all and `culint.applyAllFixes` apply unsafe fixes too; unset leaves it to the
     /// project's configuration.
     pub unsafe_fixes: Option<bool>,
+    /// Also show preview findings, those that rest on an assumption; unset leaves it to the
+    /// project's configuration.
+    pub preview: Option<bool>,
     /// Severity per rule code, such as `{"CUL201": "error"}`.
     pub severity: HashMap<String, String>,
     /// A culint.toml or pyproject.toml to use for every file instead of the discovered one.
@@ -46,6 +49,7 @@ impl Default for ClientSettings {
             select: None,
             ignore: Vec::new(),
             unsafe_fixes: None,
+            preview: None,
             severity: HashMap::new(),
             configuration: None,
             show_syntax_errors: false,

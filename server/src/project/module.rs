@@ -50,7 +50,11 @@ impl ModuleSummaries {
     pub fn parse(text: String, path: &Path) -> Self {
         let tree = parse(&text, None);
         let (members, classes, imports) = {
-            let mut model = Model::new(&text, &tree, LintContext { path: Some(path), project: None, code_kind: None });
+            let mut model = Model::new(
+                &text,
+                &tree,
+                LintContext { path: Some(path), project: None, code_kind: None, preview: false },
+            );
             let mut members: HashMap<String, Vec<usize>> = HashMap::new();
             for (position, function) in model.all_functions().iter().enumerate() {
                 if let Some(key) = member_key(*function, &text) {
@@ -94,7 +98,11 @@ impl ModuleSummaries {
     pub fn summarize(&self, member: &str, path: &Path, project: &ProjectIndex) -> Option<FunctionSummary> {
         let positions = self.members.get(member)?;
         let (text, tree) = self.source.as_ref()?;
-        let model = Model::new(text, tree, LintContext { path: Some(path), project: Some(project), code_kind: None });
+        let model = Model::new(
+            text,
+            tree,
+            LintContext { path: Some(path), project: Some(project), code_kind: None, preview: false },
+        );
         // A name defined in several branches (`if cuda: def setup() ... else: def setup()`) may
         // do what any of them does.
         let mut summaries = positions.iter().map(|&position| model.function_summary(model.all_functions()[position]));

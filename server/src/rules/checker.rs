@@ -36,6 +36,11 @@ impl<'m, 'a> Checker<'m, 'a> {
                 (rule.check)(&mut checker, candidate);
             }
         }
+        // A preview finding rests on an assumption the rule stated when it reported it: shown
+        // only when asked for, and then marked.
+        if !model.context.preview {
+            checker.diagnostics.retain(|d| !d.is_preview());
+        }
         checker.diagnostics
     }
 
@@ -60,6 +65,8 @@ impl<'m, 'a> Checker<'m, 'a> {
             knowledge: self.rule.knowledge,
             related: Vec::new(),
             deprecated: self.rule.deprecated,
+            facts: Vec::new(),
+            assumptions: Vec::new(),
         });
         self.diagnostics.last_mut().expect("just pushed")
     }
@@ -88,6 +95,20 @@ impl<'m, 'a> Checker<'m, 'a> {
 impl Diagnostic {
     pub fn with_fix(&mut self, fix: Fix) -> &mut Self {
         self.fix = Some(fix);
+        self
+    }
+
+    /// A fact the finding rests on, in words a user can check: "model: `gpt2-xl`, about 1.5B
+    /// parameters (family table)".
+    pub fn with_fact(&mut self, fact: impl Into<Arc<str>>) -> &mut Self {
+        self.facts.push(fact.into());
+        self
+    }
+
+    /// Something the rule assumed where the code does not say: the finding becomes a preview
+    /// finding, hidden unless preview is on.
+    pub fn with_assumption(&mut self, assumption: impl Into<Arc<str>>) -> &mut Self {
+        self.assumptions.push(assumption.into());
         self
     }
 

@@ -100,22 +100,30 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
     if model_size::of_load(model, call).is_some_and(|size| size.parameters < SMALL_PARAMETERS) {
         return;
     }
+    let size = model_size::of_load(model, call);
     let template = max_memory_template(checker.hardware);
     let keyword = device_map.parent().expect("a keyword argument holds the value");
     let fix = Fix::display_only(
         "Give `from_pretrained` a `max_memory` budget that leaves headroom on each GPU",
         vec![Edit::insertion(keyword.end_byte(), format!(", max_memory={template}"))],
     );
-    checker
-        .report_node(
+    let diagnostic = checker.report_node(
             call,
             if distributed {
                 "`device_map=\"auto\"` without `max_memory` under DDP: every rank spreads its own copy of the model over all visible GPUs"
             } else {
                 "`device_map=\"auto\"` without `max_memory` spreads the model over every visible GPU and silently offloads what does not fit to CPU or disk: training then runs one GPU at a time, or crawls"
             },
-        )
-        .with_fix(fix);
+        );
+    diagnostic.with_fix(fix).with_fact(if distributed {
+        "run: distributed (a process group or `LOCAL_RANK` in the file)"
+    } else {
+        "run: the file trains (a step loop or a trainer)"
+    });
+    diagnostic.with_fact(match size {
+        Some(size) => format!("model: {}, about {}", size.fact, model_size::parameters_text(size.parameters)),
+        None => "model: size not stated in the code; not known to be small".to_owned(),
+    });
 }
 
 /// Some `device_map="auto"` keyword (or an assignment that looks the same) is in the text: a

@@ -99,6 +99,7 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
         "`torch.cuda.empty_cache()` runs before the tensors are released, so it frees nothing of theirs",
     );
     diagnostic.with_related(crate::text::TextRange::of(last_release), "the memory is released here");
+    diagnostic.with_fact(format!("release: {}, after the `empty_cache()`", model.quote(last_release)));
     if let Some(fix) = fix {
         diagnostic.with_fix(fix);
     }

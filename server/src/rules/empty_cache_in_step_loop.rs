@@ -90,6 +90,9 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
         call,
         "`torch.cuda.empty_cache()` runs on every step: it syncs the device and frees no live memory",
     );
+    if let Some(step_loop) = model.enclosing_step_loop(call) {
+        diagnostic.with_fact(format!("training step: the loop {}", model.quote(step_loop.node)));
+    }
     if let Some(fix) = fix {
         diagnostic.with_fix(fix);
     }

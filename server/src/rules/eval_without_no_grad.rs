@@ -189,7 +189,7 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
     }
     let model_calls: Vec<Node<'a>> =
         model.own_calls_within(node).filter(|c| model.calls_a_model(*c) && runs_the_model(model, *c)).collect();
-    if model_calls.is_empty() || model_calls.iter().all(|c| model.grad_disabled(*c)) {
+    if model_calls.is_empty() || model_calls.iter().all(|c| model.call_runs_without_grad(*c)) {
         return;
     }
     let fix = function
@@ -201,6 +201,10 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
         TextRange::new(header.start, header_end),
         "This eval loop runs the model with autograd on: activations are kept for a backward that never comes",
     );
+    diagnostic.with_fact(format!(
+        "model call: {}, with no `no_grad`, `inference_mode` or backward around it",
+        model.quote(model_calls[0])
+    ));
     if let Some(fix) = fix {
         diagnostic.with_fix(fix);
     }

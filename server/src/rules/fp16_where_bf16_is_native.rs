@@ -93,6 +93,9 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
     let Some((message, fix)) = finding else { return };
     let diagnostic =
         checker.report_node(node, format!("{message} on a GPU with native bf16 (compute capability {major}.{minor})"));
+    diagnostic.with_fact(format!(
+        "GPU: compute capability {major}.{minor} (`--compute-capability`, the configuration or the probe), bf16 from 8.0"
+    ));
     if let Some(fix) = fix {
         diagnostic.with_fix(fix);
     }

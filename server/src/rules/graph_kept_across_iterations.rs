@@ -128,6 +128,7 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
             model.node_text(value)
         ),
     );
+    diagnostic.with_fact(format!("training step: {}", model.quote(scope)));
     if let Some(fix) = fix {
         diagnostic.with_fix(fix);
     }

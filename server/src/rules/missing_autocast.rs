@@ -7,7 +7,7 @@ use super::{Candidate, FixAvailability, Prefilter, Rule, edits};
 use crate::diagnostic::Severity;
 use crate::fix::{Edit, Fix};
 use crate::grammar_ids::FieldChild;
-use crate::semantic::{CallTarget, LoopInfo, Model, ast, contexts_with_items, names};
+use crate::semantic::{CallTarget, LoopInfo, Model, ast, contexts_with_items, model_size, names};
 use crate::text::{TextRange, indentation_at, line_ending, line_start};
 
 pub const RULE: Rule = Rule {
@@ -45,7 +45,17 @@ often fits, unchanged otherwise, with autocast.
 
 `Accelerator()` without `mixed_precision` takes its precision from `accelerate launch` or its config
 file, so it counts as configured. Settings passed from flags (`enabled=args.amp`) count as on.
-Files that never use CUDA are not checked; an NCCL process group counts as using it.
+Files that never use CUDA are not checked; an NCCL process group counts as using it. A project
+context helper of the same file that returns `torch.autocast(...)` (or `nullcontext()` when
+off), or yields inside one, counts as autocast, whatever its name. A loop that calls a helper
+culint cannot see might enter autocast there: that finding is a preview finding (shown with
+`--preview`), naming the helper.
+
+Not flagged: a model known from its layers' literal sizes to be a small stack of dense layers
+(`nn.Linear(10, 32)`, `nn.Linear(32, 5)`), keeping at most 1,024 values a sample for the
+backward. Autocast would save at most 2 KB a sample there. A model with convolutions,
+embeddings or recurrent layers is never taken for small, since they keep a value per pixel or
+token, and the code does not say how many there are.
 
 A model counts as cast when the file moves something to a 16-bit type (`.to(torch.bfloat16)`),
 or builds a module with a 16-bit `dtype=`/`torch_dtype=` argument (`MLP(..., dtype=torch.bfloat16)`,
@@ -103,9 +113,17 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
     }
     if !model.mentions_cuda
         || model.file_fact(file_uses_reduced_precision)
-        || loop_uses_autocast(model, step_loop)
         || optimizes_inputs_only(model, step_loop.node)
     {
+        return;
+    }
+    let unseen_helper = match loop_precision(model, step_loop) {
+        LoopPrecision::Reduced => return,
+        LoopPrecision::Full => None,
+        LoopPrecision::Unknown(helper) => Some(helper),
+    };
+    let trained = trained_layers(model, step_loop.node);
+    if trained.as_ref().is_some_and(is_too_small_to_matter) {
         return;
     }
     let bf16 = checker.hardware.and_then(|h| h.supports_bf16()).unwrap_or(true);
@@ -114,10 +132,26 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
     } else {
         fp16_with_scaler(model, step_loop, backward)
     };
+    let device = match model.cuda_evidence() {
+        Some(quote) => format!("device: CUDA, from {quote}"),
+        None => "device: CUDA (the file names it)".to_owned(),
+    };
     let diagnostic = checker.report_node(
         backward,
         "This step loop runs its forward pass in fp32 on CUDA: activations take twice the memory of autocast",
     );
+    diagnostic.with_fact(device).with_fact(
+        "precision: fp32; no autocast in the loop, no 16-bit cast or framework precision setting in the file",
+    );
+    if let Some(layers) = trained {
+        diagnostic.with_fact(format!("model: {}", layers.fact()));
+    }
+    if let Some(helper) = unseen_helper {
+        diagnostic.with_assumption(format!(
+            "{} is not followed (culint cannot see its code): taken not to enter autocast",
+            model.quote(helper)
+        ));
+    }
     if let Some(fix) = fix {
         diagnostic.with_fix(fix);
     }
@@ -296,14 +330,68 @@ fn splatted_dtypes<'a>(model: &Model<'a>, call: Node<'a>) -> Vec<Node<'a>> {
     values
 }
 
-/// Autocast around the loop, inside it, or in a helper it calls; or a helper the checker cannot
-/// see, which might enter autocast.
+/// Whether the loop's forward runs in reduced precision, as far as the code shows.
+enum LoopPrecision<'a> {
+    /// Autocast around the loop, inside it, or in a helper it calls.
+    Reduced,
+    Full,
+    /// The loop calls a helper the checker cannot see, which might enter autocast.
+    Unknown(Node<'a>),
+}
+
+fn loop_precision<'a>(model: &Model<'a>, step_loop: &LoopInfo<'a>) -> LoopPrecision<'a> {
+    if loop_uses_autocast(model, step_loop) {
+        return LoopPrecision::Reduced;
+    }
+    let unseen = model.own_calls_within(step_loop.node).find(|call| match model.resolve_call(*call) {
+        CallTarget::Unseen => true,
+        CallTarget::Local(_) | CallTarget::Project(_) => model.callee_summary(*call).is_some_and(|s| s.calls_unseen),
+        _ => false,
+    });
+    unseen.map_or(LoopPrecision::Full, LoopPrecision::Unknown)
+}
+
+/// The most values per sample a model of dense layers may keep for autocast to be worth
+/// nothing: autocast stores them in 2 bytes instead of 4, so at 1,024 it saves at most 2 KB a
+/// sample, 2 MB at a batch of 1,024, nothing next to the CUDA context's few hundred MB. Set
+/// low on purpose: an MNIST VAE (784-400-20-400-784, about 1,600 values a sample) is still
+/// flagged, as the hand review and labels of bench/real_world count it.
+const NEGLIGIBLE_KEPT_PER_SAMPLE: f64 = 1024.0;
+
+/// A model known from its layers to be a small stack of dense layers (a 10-32-5 MLP, a
+/// CartPole policy): its activations are a few values per sample, whatever the precision.
+/// Convolutions, embeddings and recurrent layers keep a value per pixel or token, which the code
+/// does not state, so they never count as too small.
+fn is_too_small_to_matter(layers: &model_size::Layers) -> bool {
+    layers.dense_only && layers.kept_per_sample <= NEGLIGIBLE_KEPT_PER_SAMPLE
+}
+
+/// The layers of the model the loop runs, when every model call of the loop goes to a module
+/// whose layers are known from the code: the largest of them.
+fn trained_layers<'a>(model: &Model<'a>, step_loop: Node<'a>) -> Option<model_size::Layers> {
+    let mut largest: Option<model_size::Layers> = None;
+    for call in model.own_calls_within(step_loop).filter(|c| model.calls_a_model(*c)) {
+        let callee = ast::callee(call)?;
+        let module = if callee.kind() == "attribute" && model.callee_name(call) == Some("forward") {
+            callee.field("object")?
+        } else {
+            callee
+        };
+        let layers = model_size::layers_of_value(model, module, 0)?;
+        if largest.as_ref().is_none_or(|l| layers.parameters > l.parameters) {
+            largest = Some(layers);
+        }
+    }
+    largest
+}
+
+/// Autocast around the loop, inside it, or in a helper it calls.
 fn loop_uses_autocast<'a>(model: &Model<'a>, step_loop: &LoopInfo<'a>) -> bool {
     let node = step_loop.node;
     if model.under_autocast(node) {
         return true;
     }
-    let enters_autocast = |with_statement: Node<'_>| {
+    let enters_autocast = |with_statement: Node<'a>| {
         contexts_with_items(with_statement).iter().any(|item| {
             model.is_autocast(*item)
                 || (item.kind() == "call" && model.callee_name(*item).is_some_and(|n| n.contains("autocast")))
@@ -313,10 +401,7 @@ fn loop_uses_autocast<'a>(model: &Model<'a>, step_loop: &LoopInfo<'a>) -> bool {
         return true;
     }
     model.own_calls_within(node).any(|call| match model.resolve_call(call) {
-        CallTarget::Unseen => true,
-        CallTarget::Local(_) | CallTarget::Project(_) => {
-            model.callee_summary(call).is_some_and(|s| s.enters_autocast || s.calls_unseen)
-        }
+        CallTarget::Local(_) | CallTarget::Project(_) => model.callee_summary(call).is_some_and(|s| s.enters_autocast),
         _ => false,
     })
 }

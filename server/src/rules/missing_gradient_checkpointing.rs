@@ -43,8 +43,10 @@ families in `knowledge/model_families.toml`, the literal sizes of a config built
 (`LlamaConfig(hidden_size=4096, num_hidden_layers=32)`) or the default of the `--model` argument
 it is loaded from; a diffusion backbone (`UNet2DConditionModel`, a `...Transformer2DModel`); a timm
 vision model whose name says large, huge or giant; or a module in the file that stacks repeated
-blocks and chains them in `forward` (`x = block(x)`). A model whose size is not known is not
-taken for large.
+blocks and chains them in `forward` (`x = block(x)`), unless each block is a single layer
+(`nn.Linear`), whose backward needs only the input checkpointing would keep. A model whose size
+is not known is not taken for large. A model handed to a helper culint cannot see, which might
+enable checkpointing, gives a preview finding (shown with `--preview`).
 
 ## Why is this bad?
 Training keeps every layer's activations until the backward pass, so activation memory grows with
@@ -125,16 +127,25 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
     let Some((kind, fact)) = large_model_kind(model, node) else { return };
     if !model.is_training_context()
         || checker.memo(0, || checkpointing_is_on(model))
-        || model_reaches_unseen_helper(model, node)
         || returned_to_another_module(model, node)
     {
         return;
     }
+    let unseen_helper = model_reaches_unseen_helper(model, node);
     let fix = enable_after_load(model, node, kind);
     let diagnostic = checker.report_node(
         node,
         format!("A large model ({fact}) is trained without gradient checkpointing: its activations can exceed the weights many times over"),
     );
+    diagnostic.with_fact(format!("model: {fact}")).with_fact(
+        "checkpointing: not enabled anywhere in the file (no `gradient_checkpointing_enable()`, `torch.utils.checkpoint` or setting)",
+    );
+    if let Some(helper) = unseen_helper {
+        diagnostic.with_assumption(format!(
+            "the model goes to {}, which culint cannot follow: taken not to enable checkpointing",
+            model.quote(helper)
+        ));
+    }
     if let Some(fix) = fix {
         diagnostic.with_fix(fix);
     }
@@ -218,10 +229,10 @@ fn is_trl_trainer_config(model: &Model<'_>, call: Node<'_>) -> bool {
 
 /// The loaded model is handed to a helper the checker cannot see, which may enable checkpointing:
 /// an unseen one, or a local or project helper that passes it on to unseen code.
-fn model_reaches_unseen_helper(model: &Model<'_>, load: Node<'_>) -> bool {
-    let Some(target) = load_target(load) else { return false };
+fn model_reaches_unseen_helper<'a>(model: &Model<'a>, load: Node<'a>) -> Option<Node<'a>> {
+    let target = load_target(load)?;
     let name = model.node_text(target);
-    model.all_calls().iter().any(|call| {
+    model.all_calls().iter().copied().find(|call| {
         let opaque = match model.resolve_call(*call) {
             CallTarget::Unseen => true,
             CallTarget::Local(_) | CallTarget::Project(_) => {
@@ -353,8 +364,29 @@ fn is_repeated_block_stack(model: &Model<'_>, class: Node<'_>, attribute: &str) 
                         let text = model.node_text(value);
                         text.contains(" for ") && text.contains(" in range(")
                     }
+                    && !repeats_a_single_layer(model, value)
             })
     })
+}
+
+/// `nn.ModuleList([nn.Linear(d, d) for _ in range(n)])`: each "block" is one layer, whose
+/// backward needs just the input that checkpointing would keep anyway, so checkpointing it saves
+/// nothing (DeepSpeed's offload demo chains such a stack).
+fn repeats_a_single_layer(model: &Model<'_>, container: Node<'_>) -> bool {
+    let mut cursor = container.walk();
+    let mut stack = vec![container];
+    while let Some(node) = stack.pop() {
+        if node.kind() == "list_comprehension" || node.kind() == "generator_expression" {
+            return node.field("body").is_some_and(|element| {
+                element.kind() == "call"
+                    && model.callee_name(element).is_some_and(|name| {
+                        matches!(name, "Linear" | "Conv1d" | "Conv2d" | "Conv3d" | "Embedding" | "LayerNorm")
+                    })
+            });
+        }
+        stack.extend(node.named_children(&mut cursor));
+    }
+    false
 }
 
 fn checkpoint_block(model: &Model<'_>, assignment: Node<'_>, block: Node<'_>, input: Node<'_>) -> Option<Fix> {

@@ -105,6 +105,9 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
         "Placed on `cuda` with no device index, and `torch.cuda.set_device` is never called: every rank uses GPU 0",
     );
     diagnostic.with_related(TextRange::of(process_group), "the process group starts here");
+    diagnostic
+        .with_fact(format!("distributed: {}", model.quote(process_group)))
+        .with_fact("device: no `torch.cuda.set_device`, device index or `CUDA_VISIBLE_DEVICES` set in the file");
     if let Some(fix) = fix {
         diagnostic.with_fix(fix);
     }
@@ -149,6 +152,24 @@ fn is_indexless_torch_device(model: &Model<'_>, call: Node<'_>) -> bool {
     args.len() == 1 && ast::keyword_arg(call, "index", model.text).is_none() && is_bare_cuda(model, args[0])
 }
 
+/// Calls that ask about a device rather than put anything on it: `torch.device("cuda")` as their
+/// argument places nothing (`max_memory_allocated(torch.device("cuda"))` reads the current
+/// device's peak).
+const DEVICE_QUERIES: &[&str] = &[
+    "max_memory_allocated",
+    "memory_allocated",
+    "max_memory_reserved",
+    "memory_reserved",
+    "memory_stats",
+    "memory_summary",
+    "reset_peak_memory_stats",
+    "mem_get_info",
+    "get_device_properties",
+    "get_device_name",
+    "get_device_capability",
+    "synchronize",
+];
+
 fn is_indexless_placement(model: &Model<'_>, node: Node<'_>) -> bool {
     match node.kind() {
         "call" => {
@@ -167,11 +188,11 @@ fn is_indexless_placement(model: &Model<'_>, node: Node<'_>) -> bool {
                     device.is_some_and(|d| is_bare_cuda(model, d))
                 }
                 "device" => {
+                    let outer = node.parent().and_then(|p| p.parent()).filter(|c| c.kind() == "call");
                     is_indexless_torch_device(model, node)
-                        && !node
-                            .parent()
-                            .and_then(|p| p.parent())
-                            .is_some_and(|c| c.kind() == "call" && ast::callee_name(c, model.text) == Some("to"))
+                        && !outer.is_some_and(|c| {
+                            ast::callee_name(c, model.text).is_some_and(|n| n == "to" || DEVICE_QUERIES.contains(&n))
+                        })
                 }
                 _ => false,
             }

@@ -98,6 +98,7 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
         call,
         format!("`{name}` is stepped in every iteration but its gradients are never zeroed, so they keep accumulating"),
     );
+    diagnostic.with_fact(format!("training step: {}, with no `zero_grad` of `{name}` in it", model.quote(scope)));
     if let Some(fix) = fix {
         diagnostic.with_fix(fix);
     }

@@ -42,6 +42,11 @@ The estimate follows accelerate's `estimate-memory`:
 
 Activations come on top, so a model that only just fits is not flagged but may still fail.
 
+A `Trainer`, `Accelerator`, DeepSpeed or Lightning script takes its sharding (FSDP, ZeRO-3) from a
+launch configuration culint does not see. Where the node's GPUs together (`--gpus`) would hold
+the model, the finding assumes the launch does not shard: it is a preview finding, shown with
+`--preview`.
+
 ## Why is this bad?
 The job loads for minutes, then dies with `CUDA out of memory` before the first step, on every
 retry: no batch size fixes weights, gradients and optimizer state that do not fit.
@@ -89,7 +94,8 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
     let gpus = (needed / memory as f64).ceil();
     let weights_bf16 = bytes((2.0 * parameters) as u64);
     let weights_4bit = bytes((0.5 * parameters) as u64);
-    checker.report_node(
+    let node_gpus = checker.hardware.and_then(|facts| facts.gpus);
+    let diagnostic = checker.report_node(
         call,
         format!(
             "`{id}` (about {}) needs about {} for {} ({} bytes per parameter), more than the GPU's {}. Options: LoRA on bf16 weights (about {weights_bf16}), 4-bit loading (about {weights_4bit}), or FSDP / ZeRO-3 across at least {gpus} GPUs; gradient checkpointing saves only activations",
@@ -100,6 +106,21 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
             bytes(memory),
         ),
     );
+    diagnostic
+        .with_fact(format!("model: `{id}`, about {} (its id or the family table)", parameters_text(parameters)))
+        .with_fact(format!("GPU: {} each (`--gpu-memory`, the configuration or the probe)", bytes(memory)));
+    // A trainer or launcher reads sharding (FSDP, ZeRO-3) from its launch configuration, which
+    // culint does not see: where the node's GPUs together would hold it, the finding assumes
+    // that the launch does not shard.
+    let launcher_configured = {
+        let frameworks = model.frameworks();
+        frameworks.hf_trainer || frameworks.accelerator || frameworks.deepspeed || frameworks.lightning_trainer
+    };
+    if launcher_configured && node_gpus.is_some_and(|n| n as f64 >= gpus) {
+        diagnostic.with_assumption(
+            "the launch configuration (`accelerate launch`, a DeepSpeed or FSDP config) does not shard the model; sharded over this node's GPUs it would fit",
+        );
+    }
 }
 
 /// `AutoModelForCausalLM.from_pretrained`, `LlamaForCausalLM.from_pretrained`, `BertModel...`:

@@ -183,6 +183,10 @@ fn check<'a>(checker: &mut Checker<'_, 'a>, candidate: &Candidate<'a>) {
         call,
         "`torch.load` without `map_location` puts every tensor back on the device it was saved from, usually GPU 0",
     );
+    diagnostic.with_fact(match model.cuda_evidence() {
+        Some(quote) => format!("device: the script runs on CUDA, from {quote}"),
+        None => "device: the script runs on CUDA (the file names it)".to_owned(),
+    });
     if let Some(fix) = fix {
         diagnostic.with_fix(fix);
     }

@@ -99,11 +99,11 @@ impl<'a> Model<'a> {
     /// Whether an expression enters autocast: `torch.autocast(...)`, `torch.amp.autocast(...)`,
     /// `torch.cuda.amp.autocast(...)`, `accelerator.autocast()`, or a name assigned one of those
     /// (nanoGPT's `ctx = nullcontext() if cpu else torch.amp.autocast(...)`).
-    pub fn is_autocast(&self, expression: Node<'_>) -> bool {
+    pub fn is_autocast(&self, expression: Node<'a>) -> bool {
         self.is_autocast_at_depth(expression, 0)
     }
 
-    fn is_autocast_at_depth(&self, expression: Node<'_>, depth: usize) -> bool {
+    fn is_autocast_at_depth(&self, expression: Node<'a>, depth: usize) -> bool {
         match expression.kind() {
             "call" => {
                 let Some(callee) = ast::callee(expression) else { return false };
@@ -112,9 +112,10 @@ impl<'a> Model<'a> {
                 }
                 // `accelerator.autocast()`, `fabric.autocast()`: a method named autocast on an
                 // object that is not a library module.
-                callee.kind() == "attribute"
+                let framework_method = callee.kind() == "attribute"
                     && callee.field("attribute").is_some_and(|a| self.node_text(a) == "autocast")
-                    && callee.field("object").is_some_and(|o| self.qualified_name(o).is_none())
+                    && callee.field("object").is_some_and(|o| self.qualified_name(o).is_none());
+                framework_method || depth < 2 && self.is_precision_context_helper(expression, depth + 1)
             }
             "conditional_expression" => {
                 let mut cursor = expression.walk();
@@ -133,6 +134,29 @@ impl<'a> Model<'a> {
             }
             _ => false,
         }
+    }
+
+    /// A call of the project's own precision context, defined in this file: a function or
+    /// method (`self.autocast_ctx()`, `maybe_autocast(...)`) that returns an autocast context
+    /// (`return torch.autocast(...)`, `return self.accelerator.autocast()`, a conditional of one
+    /// and `nullcontext()`), or a generator context manager that yields inside one.
+    fn is_precision_context_helper(&self, call: Node<'a>, depth: usize) -> bool {
+        let super::CallTarget::Local(function) = self.resolve_call(call) else { return false };
+        let Some(body) = function.field("body") else { return false };
+        ast::any_in_scope(body, |node| match node.kind() {
+            "return_statement" => node.named_child(0).is_some_and(|value| self.is_autocast_at_depth(value, depth)),
+            "yield" => self.enclosing_with_items(node).iter().any(|item| self.is_autocast_at_depth(*item, depth)),
+            _ => false,
+        })
+    }
+
+    /// Whether a call runs with autograd off: [`Model::grad_disabled`] where it is, or a
+    /// function of this file whose whole body runs under `@torch.no_grad()` /
+    /// `@torch.inference_mode()` (`self.predict(x)` where `predict` is so decorated).
+    pub fn call_runs_without_grad(&self, call: Node<'a>) -> bool {
+        self.grad_disabled(call)
+            || matches!(self.resolve_call(call), super::CallTarget::Local(function)
+                if self.decorators(function).iter().any(|d| self.is_grad_disabling(*d)))
     }
 
     /// Whether `node` runs under autocast: an enclosing `with` or a decorator.

@@ -10,6 +10,7 @@ pub mod code_kind;
 mod contexts;
 mod cuda_init;
 pub mod environ;
+mod facts;
 mod frameworks;
 pub mod imports;
 mod loops;
@@ -49,6 +50,10 @@ pub struct LintContext<'a> {
     /// What the file is, when the caller knows: the configuration's `code-kind`, or a judgement
     /// already made of it. `None`: the model judges the file itself.
     pub code_kind: Option<CodeKind>,
+    /// Report preview findings too: those that rest on an assumption
+    /// ([`crate::diagnostic::Diagnostic::is_preview`]). It travels with the text because
+    /// `--fix` re-lints through the same context, and must not apply what it would not show.
+    pub preview: bool,
 }
 
 pub struct Model<'a> {

@@ -50,7 +50,10 @@ pub(super) fn own_summary<'a>(model: &Model<'a>, function: Node<'a>) -> (Functio
     summary.runs_one_step = model.runs_one_step(function);
     for call in model.own_calls_within(body) {
         let name = ast::callee_name(call, model.text).unwrap_or_default();
-        summary.calls_set_device |= model.call_resolves_to(call, names::SET_DEVICE);
+        // `torch.cuda.set_device(...)`, or the same method of a device namespace chosen at run
+        // time (torchtune's `get_torch_device_namespace().set_device(device)`, `torch.xpu`).
+        summary.calls_set_device |=
+            model.call_resolves_to(call, names::SET_DEVICE) || name == "set_device" && ast::receiver(call).is_some();
         summary.enables_checkpointing |= names::CHECKPOINT_METHODS.contains(&name)
             || model.call_resolves_to(call, names::CHECKPOINT_FUNCTIONS)
             || model.call_resolves_to(

@@ -1,7 +1,8 @@
-//! `path:line:col: CODE [*] message`, one line per finding; `[*]` marks what `--fix` repairs. In a
+//! `path:line:col: CODE [*] message`, one line per finding; `[*]` marks what `--fix` repairs, and
+//! a preview finding ends with `(preview)`. In a
 //! notebook, `path:cell N:line:col`, as Ruff writes it.
 
-use super::{Located, RenderOptions, cell_prefix, display_path, is_applicable};
+use super::{Located, RenderOptions, cell_prefix, display_path, is_applicable, shown_message};
 
 pub fn render(findings: &[Located<'_>], options: &RenderOptions<'_>) -> String {
     let mut out = String::new();
@@ -14,7 +15,7 @@ pub fn render(findings: &[Located<'_>], options: &RenderOptions<'_>) -> String {
             finding.start.row,
             finding.start.column,
             finding.diagnostic.code,
-            finding.diagnostic.message
+            shown_message(finding.diagnostic)
         ));
     }
     out

@@ -1,4 +1,5 @@
-//! The default output: for each finding a code frame around the span, the message, and a
+//! The default output: for each finding a code frame around the span, the message,
+//! `note:` lines with what the finding rests on (and, for a preview finding, what it assumed), and a
 //! `help:` line with the fix, after rustc and Ruff. A notebook's frame is cut from the finding's
 //! cell, numbered by the cell's lines, under `path:cell N`.
 
@@ -110,7 +111,7 @@ fn render_one(finding: &Located<'_>, path: &str, renderer: &Renderer) -> String 
         }
     }
     let marker = if is_applicable(finding.report, diagnostic) { "[*] " } else { "" };
-    let title = format!("{marker}{}", diagnostic.message);
+    let title = format!("{marker}{}", super::shown_message(diagnostic));
     let mut groups: Vec<Group<'_>> =
         vec![level(diagnostic.severity).primary_title(title).id(diagnostic.code).element(snippet)];
     for (range, related) in &related {
@@ -120,6 +121,12 @@ fn render_one(finding: &Located<'_>, path: &str, renderer: &Renderer) -> String 
                 Level::NOTE.secondary_title(format!("{} (at {path}:{location})", related.message)),
             ));
         }
+    }
+    for fact in &diagnostic.facts {
+        groups.push(Group::with_title(Level::NOTE.secondary_title(format!("rests on: {fact}"))));
+    }
+    for assumption in &diagnostic.assumptions {
+        groups.push(Group::with_title(Level::NOTE.secondary_title(format!("assumes: {assumption}"))));
     }
     if let Some(help) = help_line(diagnostic) {
         groups.push(Group::with_title(Level::HELP.secondary_title(help)));

@@ -5,7 +5,7 @@
 
 use crate::diagnostic::Severity;
 
-use super::{Located, RenderOptions, display_path};
+use super::{Located, RenderOptions, display_path, shown_message};
 
 pub fn render(findings: &[Located<'_>], options: &RenderOptions<'_>) -> String {
     let mut out = String::new();
@@ -32,7 +32,7 @@ pub fn render(findings: &[Located<'_>], options: &RenderOptions<'_>) -> String {
             escape_data(&format!(
                 "{}{}",
                 finding.cell.map(|n| format!("cell {n}: ")).unwrap_or_default(),
-                diagnostic.message
+                shown_message(diagnostic)
             ))
         ));
     }

@@ -1,8 +1,9 @@
 //! Ruff's JSON shape, so tools that read `ruff check --output-format json` read culint too:
 //! a list of findings with `code`, `message`, `filename` (absolute), one-based `location` /
 //! `end_location` (`row`, `column` in characters), `fix` (or null), `url` and `noqa_row`; plus
-//! culint's `name`, `severity`, `knowledge`, `related` and `code_kind` (what the file was judged to
-//! be, and why). In a notebook, `cell` is the one-based number of the cell (counting every cell,
+//! culint's `name`, `severity`, `knowledge`, `related`, `facts` (what the finding rests on),
+//! `preview` and `assumptions` (what a preview finding took for granted) and `code_kind` (what the
+//! file was judged to be, and why). In a notebook, `cell` is the one-based number of the cell (counting every cell,
 //! as Ruff does), and rows are the cell's; related locations and fix edits carry their `cell` too.
 
 use serde_json::{Value, json};
@@ -51,6 +52,9 @@ fn to_json(finding: &Located<'_>, options: &RenderOptions<'_>) -> Value {
         "noqa_row": finding.start.row,
         "knowledge": diagnostic.knowledge,
         "related": related,
+        "facts": diagnostic.facts,
+        "preview": diagnostic.is_preview(),
+        "assumptions": diagnostic.assumptions,
         "code_kind": finding.report.code_kind.as_ref().map(|judgement| json!({
             "kind": judgement.kind.as_str(),
             "reason": judgement.reason,

@@ -115,6 +115,11 @@ pub fn render(reports: &[FileReport], options: &RenderOptions<'_>) -> String {
     }
 }
 
+/// The message as the text formats show it: a preview finding says so at the end.
+pub fn shown_message(diagnostic: &Diagnostic) -> String {
+    if diagnostic.is_preview() { format!("{} (preview)", diagnostic.message) } else { diagnostic.message.to_string() }
+}
+
 /// Whether a diagnostic's fix would be applied by `--fix` in its file.
 pub fn is_applicable(report: &FileReport, diagnostic: &Diagnostic) -> bool {
     diagnostic.fix.as_ref().is_some_and(|fix| {

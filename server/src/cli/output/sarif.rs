@@ -83,8 +83,13 @@ fn result_json(finding: &Located<'_>, options: &RenderOptions<'_>) -> Value {
             }
         }],
     });
+    // What the finding rests on, and for a preview finding what it assumed.
+    result["properties"] = json!({ "facts": diagnostic.facts, "preview": diagnostic.is_preview() });
+    if diagnostic.is_preview() {
+        result["properties"]["assumptions"] = json!(diagnostic.assumptions);
+    }
     if let Some(cell) = finding.cell {
-        result["properties"] = json!({ "cell": cell });
+        result["properties"]["cell"] = json!(cell);
     }
     if let Some(index) = RULES.iter().position(|rule| rule.code == diagnostic.code) {
         result["ruleIndex"] = json!(index);

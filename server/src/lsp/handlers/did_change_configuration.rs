@@ -48,6 +48,25 @@ mod tests {
         client.shutdown().await;
     }
 
+    /// Preview findings show once the editor's `preview` setting is on, marked, with what they
+    /// rest on and what they assume in the message editors show.
+    #[tokio::test]
+    async fn the_preview_setting_shows_preview_findings_with_their_facts() {
+        let (mut client, _) = TestClient::start(basic_capabilities(), json!({})).await;
+        let file = uri("helper_loop.py");
+        let text = "import torch\n\nfrom engine import log_step\n\nmodel = torch.nn.Linear(4, 4).cuda()\nfor x in range(10):\n    log_step(x)\n    loss = model(torch.randn(2, 4).cuda()).sum()\n    loss.backward()\n";
+        client.open(&file, text).await;
+        assert_eq!(client.diagnostics(&file, 1).await, Vec::<serde_json::Value>::new());
+        client.notify("workspace/didChangeConfiguration", json!({"settings": {"culint": {"preview": true}}})).await;
+        let diagnostics = client.diagnostics(&file, 1).await;
+        assert_eq!(diagnostics.len(), 1, "{diagnostics:#?}");
+        let message = diagnostics[0]["message"].as_str().unwrap();
+        assert!(message.starts_with("This step loop runs its forward pass in fp32 on CUDA"), "{message}");
+        assert!(message.contains("autocast (preview)\nrests on: device: CUDA, from `model = "), "{message}");
+        assert!(message.contains("\nassumes: `log_step(x)` (line 7) is not followed"), "{message}");
+        client.shutdown().await;
+    }
+
     #[tokio::test]
     async fn null_settings_are_pulled_from_the_client() {
         let (mut client, _) = TestClient::start(basic_capabilities(), json!({})).await;

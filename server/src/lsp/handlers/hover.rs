@@ -94,6 +94,8 @@ mod tests {
             knowledge: None,
             related: Vec::new(),
             deprecated: false,
+            facts: Vec::new(),
+            assumptions: Vec::new(),
         }
     }
 
