@@ -165,16 +165,14 @@ fn reset_after_its_own_backward<'a>(
         let subject = ast::positional_args(call).first().copied().or_else(|| ast::receiver(call));
         let Some(subject) = subject.and_then(ast::root_identifier).map(|s| model.node_text(s)) else { return false };
         names.contains(&subject)
-            || model.assignments_to(subject).iter().any(|assignment| {
-                ast::contains(scope, *assignment)
-                    && assignment
-                        .field("right")
-                        .is_some_and(|right| names.iter().any(|name| mentions(right, model.text, name)))
+            || model.assignments_to_within(subject, scope).any(|assignment| {
+                assignment
+                    .field("right")
+                    .is_some_and(|right| names.iter().any(|name| mentions(right, model.text, name)))
             })
     });
-    let reset = model.assignments_to(target).iter().any(|assignment| {
-        ast::contains(scope, *assignment)
-            && assignment.kind() == "assignment"
+    let reset = model.assignments_to_within(target, scope).any(|assignment| {
+        assignment.kind() == "assignment"
             && assignment.field("right").is_some_and(|right| !model.node_text(right).contains(target))
     });
     backpropagated && reset
@@ -232,8 +230,8 @@ fn outlives_iteration<'a>(model: &Model<'a>, scope: Node<'a>, accumulator: Node<
 /// A name assigned at module level and neither a parameter nor a local of `function`.
 fn is_module_level(model: &Model<'_>, name: &str, function: Node<'_>) -> bool {
     let assignments = model.assignments_to(name);
-    assignments.iter().any(|a| model.enclosing_function(*a).is_none())
-        && !assignments.iter().any(|a| ast::contains(function, *a))
+    model.assignments_to_within(name, function).next().is_none()
+        && assignments.iter().any(|a| model.enclosing_function(*a).is_none())
         && !ast::is_parameter(function, name, model.text)
 }
 

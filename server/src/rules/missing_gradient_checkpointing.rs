@@ -352,20 +352,19 @@ fn ancestor_loop_over<'a>(model: &Model<'a>, node: Node<'a>, variable: &str) -> 
 /// `self.<attribute> = nn.ModuleList([Block() for _ in range(n)])` (or `nn.Sequential(*[...])`)
 /// somewhere in the class.
 fn is_repeated_block_stack(model: &Model<'_>, class: Node<'_>, attribute: &str) -> bool {
-    model.assignments_to(&format!("self.{attribute}")).iter().any(|assignment| {
-        ast::contains(class, *assignment)
-            && assignment.field("right").is_some_and(|value| {
-                value.kind() == "call"
-                    && model.call_resolves_to(
-                        value,
-                        &["torch.nn.ModuleList", "torch.nn.Sequential", "torch.nn.modules.container.ModuleList"],
-                    )
-                    && {
-                        let text = model.node_text(value);
-                        text.contains(" for ") && text.contains(" in range(")
-                    }
-                    && !repeats_a_single_layer(model, value)
-            })
+    model.assignments_to_within(&format!("self.{attribute}"), class).any(|assignment| {
+        assignment.field("right").is_some_and(|value| {
+            value.kind() == "call"
+                && model.call_resolves_to(
+                    value,
+                    &["torch.nn.ModuleList", "torch.nn.Sequential", "torch.nn.modules.container.ModuleList"],
+                )
+                && {
+                    let text = model.node_text(value);
+                    text.contains(" for ") && text.contains(" in range(")
+                }
+                && !repeats_a_single_layer(model, value)
+        })
     })
 }
 
