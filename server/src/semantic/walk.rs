@@ -77,32 +77,20 @@ enum Category {
 }
 
 static CATEGORIES: std::sync::LazyLock<Vec<Category>> = std::sync::LazyLock::new(|| {
-    let count = crate::parse::python().node_kind_count();
-    (0..count)
-        .map(|id| {
-            let id = id as u16;
-            if grammar_ids::CALL.contains_kind(id) {
-                Category::Call
-            } else if grammar_ids::IMPORT.contains_kind(id) {
-                Category::Import
-            } else if grammar_ids::FUNCTION.contains_kind(id) {
-                Category::Function
-            } else if grammar_ids::CLASS.contains_kind(id) {
-                Category::Class
-            } else if grammar_ids::ASSIGNMENT.contains_kind(id) {
-                Category::Assignment
-            } else if grammar_ids::LOOP.contains_kind(id) {
-                Category::Loop
-            } else if grammar_ids::WITH.contains_kind(id) {
-                Category::With
-            } else if grammar_ids::FUNCTION_BOUNDARY.contains_kind(id) {
-                Category::Lambda
-            } else if grammar_ids::NAME_OR_STRING.contains_kind(id) {
-                Category::NameOrString
-            } else {
-                Category::Other
-            }
-        })
+    // In this order: a function is also a scope boundary, and is filed as a function.
+    let sets: [(&grammar_ids::KindSet, Category); 9] = [
+        (&grammar_ids::CALL, Category::Call),
+        (&grammar_ids::IMPORT, Category::Import),
+        (&grammar_ids::FUNCTION, Category::Function),
+        (&grammar_ids::CLASS, Category::Class),
+        (&grammar_ids::ASSIGNMENT, Category::Assignment),
+        (&grammar_ids::LOOP, Category::Loop),
+        (&grammar_ids::WITH, Category::With),
+        (&grammar_ids::FUNCTION_BOUNDARY, Category::Lambda),
+        (&grammar_ids::NAME_OR_STRING, Category::NameOrString),
+    ];
+    (0..crate::parse::python().node_kind_count() as u16)
+        .map(|id| sets.iter().find(|(set, _)| set.contains_kind(id)).map_or(Category::Other, |(_, category)| *category))
         .collect()
 });
 
